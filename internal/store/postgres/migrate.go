@@ -1,0 +1,223 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrationLockKey serialises concurrent migrators (two servers starting at once) with a
+// transaction-scoped advisory lock. The value is arbitrary but fixed: "rota" in ASCII.
+const migrationLockKey = 0x726f7461
+
+// Migration is one schema version: NNNN_name.up.sql and NNNN_name.down.sql.
+type Migration struct {
+	Version int
+	Name    string
+	Up      string
+	Down    string
+}
+
+// MigrationStatus is a migration and when it was applied (nil = pending).
+type MigrationStatus struct {
+	Migration
+	AppliedAt *time.Time
+}
+
+var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.(up|down)\.sql$`)
+
+// Migrations returns the embedded migrations in version order.
+func Migrations() ([]Migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	byVersion := map[int]*Migration{}
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("migration file %q: name must be NNNN_name.up.sql or .down.sql", e.Name())
+		}
+		v, _ := strconv.Atoi(m[1])
+		body, err := fs.ReadFile(migrationFiles, "migrations/"+e.Name())
+		if err != nil {
+			return nil, err
+		}
+		mig := byVersion[v]
+		if mig == nil {
+			mig = &Migration{Version: v, Name: m[2]}
+			byVersion[v] = mig
+		}
+		if m[3] == "up" {
+			mig.Up = string(body)
+		} else {
+			mig.Down = string(body)
+		}
+	}
+	var out []Migration
+	for _, m := range byVersion {
+		if m.Up == "" || m.Down == "" {
+			return nil, fmt.Errorf("migration %04d_%s needs both an up and a down file", m.Version, m.Name)
+		}
+		out = append(out, *m)
+	}
+	slices.SortFunc(out, func(a, b Migration) int { return a.Version - b.Version })
+	return out, nil
+}
+
+const migrationsTable = `
+CREATE SCHEMA IF NOT EXISTS rota;
+CREATE TABLE IF NOT EXISTS rota.schema_migrations (
+    version    integer     PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)`
+
+// MigrateUp applies every pending migration, each in its own transaction, and returns the
+// versions it applied. Running it again is a no-op.
+func MigrateUp(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
+	migs, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	var applied []int
+	for _, m := range migs {
+		did, err := inMigrationTx(ctx, pool, func(tx pgx.Tx, done map[int]bool) (bool, error) {
+			if done[m.Version] {
+				return false, nil
+			}
+			if _, err := tx.Exec(ctx, m.Up); err != nil {
+				return false, fmt.Errorf("migration %04d_%s up: %w", m.Version, m.Name, err)
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO rota.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+			return true, err
+		})
+		if err != nil {
+			return applied, err
+		}
+		if did {
+			applied = append(applied, m.Version)
+		}
+	}
+	return applied, nil
+}
+
+// MigrateDown reverts the newest applied migration (steps times; steps <= 0 reverts
+// all) and returns the versions it reverted.
+func MigrateDown(ctx context.Context, pool *pgxpool.Pool, steps int) ([]int, error) {
+	migs, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	var reverted []int
+	for i := len(migs) - 1; i >= 0 && (steps <= 0 || len(reverted) < steps); i-- {
+		m := migs[i]
+		did, err := inMigrationTx(ctx, pool, func(tx pgx.Tx, done map[int]bool) (bool, error) {
+			if !done[m.Version] {
+				return false, nil
+			}
+			if _, err := tx.Exec(ctx, m.Down); err != nil {
+				return false, fmt.Errorf("migration %04d_%s down: %w", m.Version, m.Name, err)
+			}
+			_, err := tx.Exec(ctx, `DELETE FROM rota.schema_migrations WHERE version = $1`, m.Version)
+			return true, err
+		})
+		if err != nil {
+			return reverted, err
+		}
+		if did {
+			reverted = append(reverted, m.Version)
+		}
+	}
+	return reverted, nil
+}
+
+// MigrationStatuses lists every known migration and whether it is applied.
+func MigrationStatuses(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStatus, error) {
+	migs, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	applied := map[int]time.Time{}
+	rows, err := pool.Query(ctx, `SELECT version, applied_at FROM rota.schema_migrations`)
+	if err == nil {
+		for rows.Next() {
+			var v int
+			var at time.Time
+			if err := rows.Scan(&v, &at); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			applied[v] = at
+		}
+		rows.Close()
+		err = rows.Err()
+	}
+	if err != nil && !isUndefinedTable(err) {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	out := make([]MigrationStatus, len(migs))
+	for i, m := range migs {
+		out[i] = MigrationStatus{Migration: m}
+		if at, ok := applied[m.Version]; ok {
+			out[i].AppliedAt = &at
+		}
+	}
+	return out, nil
+}
+
+// inMigrationTx runs fn in a transaction holding the migration lock, with the set of
+// applied versions read under that lock.
+func inMigrationTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx, map[int]bool) (bool, error)) (bool, error) {
+	if _, err := pool.Exec(ctx, migrationsTable); err != nil && !isUniqueViolation(err) {
+		// Two migrators creating the schema at once may race on the catalog; the loser's
+		// unique violation is harmless because the winner created the same objects.
+		return false, fmt.Errorf("create migrations table: %w", err)
+	}
+	var did bool
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT version FROM rota.schema_migrations`)
+		if err != nil {
+			return err
+		}
+		versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			return err
+		}
+		done := map[int]bool{}
+		for _, v := range versions {
+			done[v] = true
+		}
+		did, err = fn(tx, done)
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	return did, nil
+}
+
+func isUndefinedTable(err error) bool {
+	var pgErr interface{ SQLState() string }
+	return errors.As(err, &pgErr) && (pgErr.SQLState() == "42P01" || pgErr.SQLState() == "3F000")
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr interface{ SQLState() string }
+	return errors.As(err, &pgErr) && pgErr.SQLState() == "23505"
+}

@@ -1,0 +1,301 @@
+// Package store defines the seam between Rota's runtime and the place task state lives.
+//
+// Two adapters implement Store: postgres (the production store, PostgreSQL through pgx)
+// and memory (the embedded default used by `rota dev` and unit tests). Both must pass the
+// conformance suite in storetest, which is the executable form of the rules written here.
+//
+// Every write that follows a claim is fenced by the lease token the claim returned: a
+// worker whose lease was taken over gets ErrLeaseLost and changes nothing.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Status is a task's lifecycle state. The legal transitions are listed in
+// docs/architecture.md and enforced by the database itself.
+type Status string
+
+const (
+	StatusPending    Status = "PENDING"
+	StatusEnqueued   Status = "ENQUEUED"
+	StatusProcessing Status = "PROCESSING"
+	StatusSucceeded  Status = "SUCCEEDED"
+	StatusFailed     Status = "FAILED"
+	StatusDead       Status = "DEAD"
+	StatusCanceled   Status = "CANCELED"
+)
+
+// AllStatuses lists every status in lifecycle order.
+var AllStatuses = []Status{StatusPending, StatusEnqueued, StatusProcessing,
+	StatusSucceeded, StatusFailed, StatusDead, StatusCanceled}
+
+// Terminal reports whether no worker will ever touch a task in this status again
+// (only an operator's replay moves it back to PENDING).
+func (s Status) Terminal() bool {
+	switch s {
+	case StatusSucceeded, StatusFailed, StatusDead, StatusCanceled:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	for _, v := range AllStatuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Task is one row of rota.tasks.
+type Task struct {
+	ID             uuid.UUID
+	Queue          string
+	Kind           string
+	Payload        json.RawMessage
+	Status         Status
+	Priority       int
+	ScheduledFor   time.Time
+	AttemptCount   int
+	MaxAttempts    int
+	IdempotencyKey string // "" when none
+	TimeoutSeconds int    // per-attempt handler timeout; 0 = the worker's default for the kind
+
+	WorkerID       string     // "" when never claimed
+	LeaseToken     uuid.UUID  // uuid.Nil unless PROCESSING
+	LeaseExpiresAt *time.Time // nil unless PROCESSING
+
+	// CancelRequestedAt is set when a cancel arrives while the task is PROCESSING: the
+	// owning worker cancels the handler's context and records CANCELED.
+	CancelRequestedAt *time.Time
+
+	EnqueuedAt          *time.Time
+	ProcessingStartedAt *time.Time
+	CompletedAt         *time.Time
+	LastError           string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// Attempt is one row of rota.task_attempts: a handler run, or an operator event such as
+// a replay (Outcome OutcomeReplayed, no worker).
+type Attempt struct {
+	ID         int64
+	TaskID     uuid.UUID
+	Attempt    int // the task's attempt_count when the row was written
+	WorkerID   string
+	LeaseToken uuid.UUID
+	StartedAt  time.Time
+	FinishedAt *time.Time
+	Outcome    AttemptOutcome // "" while running
+	Error      string
+}
+
+// AttemptOutcome is how an attempt ended.
+type AttemptOutcome string
+
+const (
+	OutcomeSucceeded    AttemptOutcome = "SUCCEEDED"
+	OutcomeRetried      AttemptOutcome = "RETRIED"       // failed, will run again
+	OutcomeDead         AttemptOutcome = "DEAD"          // failed, attempts exhausted
+	OutcomeFailed       AttemptOutcome = "FAILED"        // permanent error
+	OutcomeCanceled     AttemptOutcome = "CANCELED"      // canceled while running
+	OutcomeLeaseExpired AttemptOutcome = "LEASE_EXPIRED" // the worker vanished; reaped
+	OutcomeReplayed     AttemptOutcome = "REPLAYED"      // operator event, not a run
+)
+
+// DeadLetter is the DeadTaskEvent recorded whenever a task becomes DEAD or FAILED.
+type DeadLetter struct {
+	ID           int64
+	TaskID       uuid.UUID
+	Kind         string
+	Queue        string
+	WorkerID     string
+	AttemptCount int
+	MaxAttempts  int
+	Error        string
+	Reason       Status // StatusDead or StatusFailed
+	CreatedAt    time.Time
+	ReplayedAt   *time.Time // set when the task was replayed after this event
+}
+
+// CreateParams describes one new task. Validate it with (CreateParams).Validate; the
+// adapters also reject invalid params with ErrInvalid and write nothing.
+type CreateParams struct {
+	ID             uuid.UUID // uuid.Nil: the adapter assigns a time-ordered v7 id
+	Queue          string    // "" = "default"
+	Kind           string
+	Payload        json.RawMessage // nil = {}
+	Priority       int             // higher runs first among due tasks; default 0
+	ScheduledFor   time.Time       // zero = now
+	MaxAttempts    int             // 0 = DefaultMaxAttempts
+	IdempotencyKey string
+	TimeoutSeconds int
+}
+
+// CreateResult is the task a create produced, or the existing task its idempotency key
+// named (Existing = true).
+type CreateResult struct {
+	Task     *Task
+	Existing bool
+}
+
+// ListParams filters and pages ListTasks. Results are ordered newest first (by id, which
+// is time-ordered); Cursor is the NextCursor of the previous page.
+type ListParams struct {
+	Statuses []Status
+	Queue    string
+	Kind     string
+	Limit    int // 0 = 50; at most 1000
+	Cursor   string
+}
+
+// ClaimParams asks for up to Limit due tasks of Queue in status From (PENDING for poll
+// mode, ENQUEUED for SQS mode). TaskIDs, when set, restricts the claim to those ids (the
+// SQS worker claims exactly the id a message named).
+type ClaimParams struct {
+	Queue         string
+	From          Status
+	TaskIDs       []uuid.UUID
+	WorkerID      string
+	Limit         int
+	LeaseDuration time.Duration
+}
+
+// HeartbeatParams extends the lease of a PROCESSING task.
+type HeartbeatParams struct {
+	TaskID        uuid.UUID
+	LeaseToken    uuid.UUID
+	LeaseDuration time.Duration
+}
+
+// OutcomeKind is what a worker reports for a claimed task.
+type OutcomeKind string
+
+const (
+	// Succeed: PROCESSING -> SUCCEEDED.
+	Succeed OutcomeKind = "succeed"
+	// Retry: PROCESSING -> RetryStatus at RetryAt, or DEAD when no attempts remain.
+	Retry OutcomeKind = "retry"
+	// Fail: a permanent error, PROCESSING -> FAILED.
+	Fail OutcomeKind = "fail"
+	// Cancel: the handler stopped because a cancel was requested, PROCESSING -> CANCELED.
+	Cancel OutcomeKind = "cancel"
+)
+
+// Outcome is one finished attempt to record. A Retry or Fail outcome for a task whose
+// cancel was requested records CANCELED instead.
+type Outcome struct {
+	TaskID      uuid.UUID
+	LeaseToken  uuid.UUID
+	Kind        OutcomeKind
+	Error       string
+	RetryAt     time.Time // for Retry; zero = now
+	RetryStatus Status    // for Retry: StatusPending (default) or StatusEnqueued
+}
+
+// OutcomeResult reports what an Outcome did: the task's new status, or Err =
+// ErrLeaseLost when the lease token was no longer current (nothing was written).
+type OutcomeResult struct {
+	TaskID uuid.UUID
+	Status Status
+	Err    error
+}
+
+// ReapParams returns PROCESSING tasks whose lease expired before now to RetryStatus (with
+// full-jitter exponential backoff between BackoffBase and BackoffMax), or DEAD when their
+// attempts are exhausted, or CANCELED when a cancel was requested. At most Limit per call.
+type ReapParams struct {
+	Limit       int
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+	RetryStatus Status // StatusPending (default) or StatusEnqueued
+}
+
+// DeadLetterParams filters and pages ListDeadLetters (newest first).
+type DeadLetterParams struct {
+	Queue  string
+	Kind   string
+	Reason Status // "" = both DEAD and FAILED
+	Limit  int    // 0 = 50; at most 1000
+	Cursor string
+}
+
+// QueueStats counts one queue's tasks by status.
+type QueueStats struct {
+	Queue           string
+	Counts          map[Status]int64
+	OldestDueAt     *time.Time // scheduled_for of the oldest due PENDING task
+	ExpiredLeases   int64      // PROCESSING tasks whose lease has expired (stuck)
+}
+
+// Store is the task store. All methods are safe for concurrent use; ctx comes first and
+// errors are the sentinel errors below, wrapped with context.
+type Store interface {
+	// CreateTasks inserts tasks, all or nothing. A task whose idempotency key names a
+	// task that is not DEAD, FAILED or CANCELED is not inserted: its result is that task
+	// with Existing = true. Invalid params fail the whole call with ErrInvalid.
+	CreateTasks(ctx context.Context, params []CreateParams) ([]CreateResult, error)
+	GetTask(ctx context.Context, id uuid.UUID) (*Task, error)
+	ListTasks(ctx context.Context, params ListParams) (tasks []*Task, nextCursor string, err error)
+
+	// ClaimTasks moves up to Limit due tasks (scheduled_for <= now, attempts left) from
+	// params.From to PROCESSING, highest priority then oldest first, each with a fresh
+	// lease token, worker id, lease expiry and attempt_count + 1, and records an attempt.
+	// Concurrent callers never receive the same task.
+	ClaimTasks(ctx context.Context, params ClaimParams) ([]*Task, error)
+	// Heartbeat extends a lease. ErrLeaseLost when the token is not current.
+	Heartbeat(ctx context.Context, params HeartbeatParams) (*Task, error)
+	// RecordOutcomes writes finished attempts, each fenced by its lease token. Recording
+	// the same outcome twice is harmless: the second reports ErrLeaseLost.
+	RecordOutcomes(ctx context.Context, outcomes []Outcome) ([]OutcomeResult, error)
+
+	// CancelTask cancels a PENDING or ENQUEUED task at once; for a PROCESSING task it
+	// sets CancelRequestedAt and the owning worker finishes the cancel. ErrIllegalTransition
+	// for terminal tasks.
+	CancelTask(ctx context.Context, id uuid.UUID) (*Task, error)
+	// ReplayTask moves a DEAD, FAILED or CANCELED task back to PENDING with a fresh
+	// attempt budget (attempt_count = 0), due now, and records a REPLAYED event.
+	// ErrIllegalTransition for any other status.
+	ReplayTask(ctx context.Context, id uuid.UUID) (*Task, error)
+	// ReapExpiredLeases handles PROCESSING tasks whose lease expired; returns how many.
+	ReapExpiredLeases(ctx context.Context, params ReapParams) (int, error)
+
+	ListAttempts(ctx context.Context, taskID uuid.UUID) ([]Attempt, error)
+	ListDeadLetters(ctx context.Context, params DeadLetterParams) (events []DeadLetter, nextCursor string, err error)
+	Stats(ctx context.Context) ([]QueueStats, error)
+
+	// WaitForTasks returns a channel that receives a queue name whenever due tasks are
+	// inserted into it (best-effort wake-ups; workers poll as a fallback). The channel is
+	// closed when ctx ends.
+	WaitForTasks(ctx context.Context) (<-chan string, error)
+
+	Close()
+}
+
+// Defaults shared by the adapters and the API.
+const (
+	DefaultQueue       = "default"
+	DefaultMaxAttempts = 25
+	DefaultListLimit   = 50
+	MaxListLimit       = 1000
+)
+
+// Sentinel errors. Adapters wrap them; callers test with errors.Is.
+var (
+	ErrNotFound          = errors.New("task not found")
+	ErrInvalid           = errors.New("invalid input")
+	ErrLeaseLost         = errors.New("lease lost: the lease token is not current")
+	ErrIllegalTransition = errors.New("illegal state transition")
+	// ErrConflict: the operation would break a uniqueness rule (e.g. replaying a task
+	// whose idempotency key a newer live task now holds).
+	ErrConflict = errors.New("conflict")
+)

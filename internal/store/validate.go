@@ -1,0 +1,152 @@
+package store
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Limits on what a task may carry. They keep one bad producer from filling the database.
+const (
+	MaxNameLength         = 128
+	MaxPayloadBytes       = 1 << 20 // 1 MiB
+	MaxIdempotencyKeyLen  = 512
+	MaxMaxAttempts        = 1000
+	MaxPriority           = 1000
+	MaxTimeoutSeconds     = 7 * 24 * 3600
+	MaxErrorMessageLength = 8 << 10 // longer errors (stacks) are truncated, not rejected
+)
+
+// namePattern is what kind and queue names look like: they appear in URLs, metrics labels
+// and SQS queue names, so they stay plain.
+var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*$`)
+
+// ValidateName checks a kind or queue name; field names the field in the error.
+func ValidateName(field, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: %s is required", ErrInvalid, field)
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("%w: %s is longer than %d characters", ErrInvalid, field, MaxNameLength)
+	case !namePattern.MatchString(name):
+		return fmt.Errorf("%w: %s %q must start with a letter and contain only letters, digits, '_', '.', ':' or '-'", ErrInvalid, field, name)
+	}
+	return nil
+}
+
+// Normalize fills defaults (queue, payload, max attempts) and validates the params. It is
+// what the adapters call before writing; callers may call it to fail early.
+func (p *CreateParams) Normalize() error {
+	if p.Queue == "" {
+		p.Queue = DefaultQueue
+	}
+	if err := ValidateName("kind", p.Kind); err != nil {
+		return err
+	}
+	if err := ValidateName("queue", p.Queue); err != nil {
+		return err
+	}
+	if len(p.Payload) == 0 {
+		p.Payload = json.RawMessage(`{}`)
+	}
+	if len(p.Payload) > MaxPayloadBytes {
+		return fmt.Errorf("%w: payload is %d bytes, more than the %d allowed", ErrInvalid, len(p.Payload), MaxPayloadBytes)
+	}
+	if !json.Valid(p.Payload) {
+		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalid)
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.MaxAttempts < 1 || p.MaxAttempts > MaxMaxAttempts {
+		return fmt.Errorf("%w: max_attempts must be between 1 and %d, got %d", ErrInvalid, MaxMaxAttempts, p.MaxAttempts)
+	}
+	if p.Priority < -MaxPriority || p.Priority > MaxPriority {
+		return fmt.Errorf("%w: priority must be between %d and %d, got %d", ErrInvalid, -MaxPriority, MaxPriority, p.Priority)
+	}
+	if len(p.IdempotencyKey) > MaxIdempotencyKeyLen {
+		return fmt.Errorf("%w: idempotency_key is longer than %d characters", ErrInvalid, MaxIdempotencyKeyLen)
+	}
+	if p.TimeoutSeconds < 0 || p.TimeoutSeconds > MaxTimeoutSeconds {
+		return fmt.Errorf("%w: timeout_seconds must be between 0 and %d, got %d", ErrInvalid, MaxTimeoutSeconds, p.TimeoutSeconds)
+	}
+	if p.ID == uuid.Nil {
+		p.ID = NewID()
+	}
+	return nil
+}
+
+// NewID returns a time-ordered (v7) task id.
+func NewID() uuid.UUID {
+	return uuid.Must(uuid.NewV7())
+}
+
+// TruncateError bounds an error message kept in last_error and attempt rows.
+func TruncateError(s string) string {
+	if len(s) <= MaxErrorMessageLength {
+		return s
+	}
+	return s[:MaxErrorMessageLength] + "…(truncated)"
+}
+
+// NormalizeLimit applies the list default and ceiling.
+func NormalizeLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultListLimit, nil
+	case limit < 0 || limit > MaxListLimit:
+		return 0, fmt.Errorf("%w: limit must be between 1 and %d, got %d", ErrInvalid, MaxListLimit, limit)
+	}
+	return limit, nil
+}
+
+// Task list cursors are opaque to callers: the id of the last task of the page.
+
+func EncodeTaskCursor(id uuid.UUID) string {
+	return base64.RawURLEncoding.EncodeToString(id[:])
+}
+
+func DecodeTaskCursor(s string) (uuid.UUID, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 16 {
+		return uuid.Nil, fmt.Errorf("%w: malformed cursor", ErrInvalid)
+	}
+	return uuid.UUID(b), nil
+}
+
+// Dead-letter cursors: the id of the last event of the page.
+
+func EncodeDeadLetterCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(id, 10)))
+}
+
+func DecodeDeadLetterCursor(s string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err == nil {
+		if id, perr := strconv.ParseInt(string(b), 10, 64); perr == nil && id > 0 {
+			return id, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: malformed cursor", ErrInvalid)
+}
+
+// Backoff returns the full-jitter exponential delay before retry number attempt (1 =
+// the first retry): a uniform random duration in [0, min(max, base * 2^(attempt-1))].
+// rnd returns a float in [0, 1).
+func Backoff(attempt int, base, max time.Duration, rnd func() float64) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	ceiling := max
+	if attempt-1 < 62 {
+		if d := base << (attempt - 1); d > 0 && d < max {
+			ceiling = d
+		}
+	}
+	return time.Duration(rnd() * float64(ceiling))
+}
