@@ -231,10 +231,10 @@ type DeadLetterParams struct {
 
 // QueueStats counts one queue's tasks by status.
 type QueueStats struct {
-	Queue           string
-	Counts          map[Status]int64
-	OldestDueAt     *time.Time // scheduled_for of the oldest due PENDING task
-	ExpiredLeases   int64      // PROCESSING tasks whose lease has expired (stuck)
+	Queue         string
+	Counts        map[Status]int64
+	OldestDueAt   *time.Time // scheduled_for of the oldest due PENDING task
+	ExpiredLeases int64      // PROCESSING tasks whose lease has expired (stuck)
 }
 
 // Store is the task store. All methods are safe for concurrent use; ctx comes first and

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// newFlagSet returns a flag set that reports errors instead of exiting, so every
+// subcommand fails the same way: one line and exit status 2.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("rota "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseFlags parses args; -h prints help and returns errHelp handled by the caller.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return errHelp
+		}
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+var errHelp = errors.New("help requested")
+
+// envOr returns the environment variable's value, or def when it is unset or empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// envInt is envOr for integers; a malformed value is reported when flags are checked.
+func envInt(name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+		badEnv = append(badEnv, fmt.Sprintf("%s=%q is not a whole number", name, v))
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if d, err := time.ParseDuration(v); err == nil {
+			return d
+		}
+		badEnv = append(badEnv, fmt.Sprintf("%s=%q is not a duration (e.g. 30s)", name, v))
+	}
+	return def
+}
+
+// badEnv collects malformed environment defaults so they fail loudly, not silently.
+var badEnv []string
+
+func checkEnv() error {
+	if len(badEnv) > 0 {
+		return usagef("%s", strings.Join(badEnv, "; "))
+	}
+	return nil
+}
+
+// logFlags are shared by the long-running commands.
+type logFlags struct {
+	format string
+	level  string
+}
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.format, "log-format", envOr("ROTA_LOG_FORMAT", "text"), "log format: text or json (ROTA_LOG_FORMAT)")
+	fs.StringVar(&l.level, "log-level", envOr("ROTA_LOG_LEVEL", "info"), "log level: debug, info, warn, error (ROTA_LOG_LEVEL)")
+}
+
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, usagef("--log-level %q: want debug, info, warn or error", l.level)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch l.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usagef("--log-format %q: want text or json", l.format)
+}
+
+func databaseURLFlag(fs *flag.FlagSet) *string {
+	return fs.String("database-url", os.Getenv("ROTA_DATABASE_URL"), "PostgreSQL URL (ROTA_DATABASE_URL)")
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rotaqueue/rota/internal/testutil/pgtest"
+)
+
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+func TestMigrateUpDownStatus(t *testing.T) {
+	// A database with nothing applied: the template is migrated, so revert it first.
+	url := pgtest.NewDatabase(t)
+	if out, err := runCLI(t, "migrate", "down", "--steps", "0", "--database-url", url); err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	out, err := runCLI(t, "migrate", "status", "--database-url", url)
+	if err != nil || !strings.Contains(out, "pending") {
+		t.Fatalf("status after down: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "migrate", "up", "--database-url", url)
+	if err != nil || !strings.Contains(out, "applied 0001") {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "migrate", "up", "--database-url", url)
+	if err != nil || !strings.Contains(out, "up to date") {
+		t.Fatalf("second up must be a no-op: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "migrate", "status", "--database-url", url)
+	if err != nil || strings.Contains(out, "pending") {
+		t.Fatalf("status after up: %v\n%s", err, out)
+	}
+}
+
+func TestBadInvocationsAreUsageErrors(t *testing.T) {
+	t.Setenv("ROTA_DATABASE_URL", "")
+	cases := [][]string{
+		{"frobnicate"},
+		{"migrate"},
+		{"migrate", "sideways"},
+		{"migrate", "up"}, // no database
+		{"migrate", "down", "--steps", "-1", "--database-url", "postgres://x"},
+		{"worker", "--mode", "carrier-pigeon"},
+		{"worker", "--queues", "default=0"},
+		{"worker", "--queues", "a,a"},
+		{"worker", "--queues", "bad queue"},
+		{"worker", "--log-format", "xml"},
+		{"worker", "--concurrency", "-3"},
+		{"worker", "--no-such-flag"},
+	}
+	for _, args := range cases {
+		_, err := runCLI(t, args...)
+		if !errors.Is(err, errUsage) {
+			t.Errorf("rota %s: got %v, want a usage error", strings.Join(args, " "), err)
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/handlers"
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
+)
+
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("worker", stderr)
+	var logs logFlags
+	logs.register(fs)
+	dbURL := databaseURLFlag(fs)
+	mode := fs.String("mode", envOr("ROTA_MODE", "poll"), "delivery mode: poll (claim from PostgreSQL) or sqs (ROTA_MODE)")
+	queues := fs.String("queues", envOr("ROTA_QUEUES", "default"), "queues to work, comma-separated; queue=N caps that queue's concurrent handlers (ROTA_QUEUES)")
+	concurrency := fs.Int("concurrency", envInt("ROTA_CONCURRENCY", 0), "handler goroutines in this process (ROTA_CONCURRENCY; 0 = the runtime default)")
+	workerID := fs.String("worker-id", envOr("ROTA_WORKER_ID", ""), "this worker's id in task rows (default host-pid-random)")
+	lease := fs.Duration("lease", envDuration("ROTA_LEASE", 0), "lease per claim, extended by heartbeats (0 = runtime default)")
+	pollInterval := fs.Duration("poll-interval", envDuration("ROTA_POLL_INTERVAL", 0), "fallback poll interval when no notification arrives (0 = runtime default)")
+	reapInterval := fs.Duration("reap-interval", envDuration("ROTA_REAP_INTERVAL", 0), "how often expired leases are reaped (0 = runtime default, negative disables)")
+	grace := fs.Duration("shutdown-grace", envDuration("ROTA_SHUTDOWN_GRACE", 0), "how long running handlers may finish after a stop signal (0 = runtime default)")
+	allowHosts := fs.String("http-allow-hosts", envOr("ROTA_HTTP_ALLOW_HOSTS", ""), "hosts the http handler may call, comma-separated; empty = any (ROTA_HTTP_ALLOW_HOSTS)")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := checkEnv(); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("worker: unexpected argument %q", fs.Arg(0))
+	}
+	switch *mode {
+	case "poll":
+	case "sqs":
+		return usagef("worker --mode sqs is not available yet in this build; use --mode poll")
+	default:
+		return usagef("--mode %q: want poll or sqs", *mode)
+	}
+	queueLimits, err := parseQueues(*queues)
+	if err != nil {
+		return err
+	}
+	if *concurrency < 0 {
+		return usagef("--concurrency must be 0 or more")
+	}
+	logger, err := logs.logger(stderr)
+	if err != nil {
+		return err
+	}
+
+	pool, err := openPool(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st := postgres.New(pool)
+	defer st.Close()
+
+	mux := runtime.NewMux()
+	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts)})
+
+	w, err := runtime.NewWorker(runtime.Config{
+		Store:         st,
+		Mux:           mux,
+		WorkerID:      *workerID,
+		Queues:        queueLimits,
+		Concurrency:   *concurrency,
+		LeaseDuration: *lease,
+		PollInterval:  *pollInterval,
+		ReapInterval:  *reapInterval,
+		ShutdownGrace: *grace,
+		Logger:        logger,
+	})
+	if err != nil {
+		return usagef("worker: %v", err)
+	}
+	logger.Info("worker started", "mode", *mode, "queues", *queues)
+	start := time.Now()
+	err = w.Run(ctx)
+	logger.Info("worker stopped", "uptime", time.Since(start).Round(time.Millisecond).String())
+	return err
+}
+
+// parseQueues reads "default,emails=5": a queue with no limit gets 0, which the runtime
+// reads as "bounded only by the process's concurrency".
+func parseQueues(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, limit, hasLimit := strings.Cut(part, "=")
+		n := 0
+		if hasLimit {
+			v, err := strconv.Atoi(limit)
+			if err != nil || v < 1 {
+				return nil, usagef("--queues: %q: the limit after '=' must be a whole number of at least 1", part)
+			}
+			n = v
+		}
+		if _, dup := out[name]; dup {
+			return nil, usagef("--queues: %q is listed twice", name)
+		}
+		out[name] = n
+	}
+	if len(out) == 0 {
+		return nil, usagef("--queues: name at least one queue")
+	}
+	for name := range out {
+		if err := store.ValidateName("queue", name); err != nil {
+			return nil, usagef("--queues: %v", err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,244 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// committer writes outcomes in batches: a batch is sent when it holds CommitBatch
+// outcomes or CommitInterval after its first one arrived. A failed write is retried with
+// backoff; that is harmless because every write is fenced by its lease token (a repeat
+// reports ErrLeaseLost and changes nothing).
+//
+// When its ctx ends it stops waiting, writes everything queued and returns; store calls
+// then run on a context of their own, cancelled graceBound later.
+type committer struct {
+	w    *Worker
+	in   chan pendingOutcome
+	done chan struct{} // closed when run returns: nothing will be written any more
+
+	carry *pendingOutcome // an outcome held over to the next batch (same task twice)
+}
+
+type pendingOutcome struct {
+	e *inflight
+	o store.Outcome
+}
+
+func newCommitter(w *Worker) *committer {
+	return &committer{
+		w:    w,
+		in:   make(chan pendingOutcome, w.cfg.Concurrency),
+		done: make(chan struct{}),
+	}
+}
+
+// submit queues an outcome; it reports false when the committer has stopped.
+func (c *committer) submit(p pendingOutcome) bool {
+	select {
+	case c.in <- p:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+func (c *committer) run(ctx context.Context) {
+	defer close(c.done)
+	storeCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(c.w.cfg.graceBound(), cancel) })
+	defer stop()
+
+	for {
+		var first pendingOutcome
+		if c.carry != nil {
+			first, c.carry = *c.carry, nil
+		} else {
+			select {
+			case first = <-c.in:
+			case <-ctx.Done():
+				c.flush(ctx, storeCtx)
+				return
+			}
+		}
+		c.commit(storeCtx, c.collect(ctx, first))
+	}
+}
+
+// collect builds a batch starting with first.
+func (c *committer) collect(ctx context.Context, first pendingOutcome) []pendingOutcome {
+	cfg := &c.w.cfg
+	batch := []pendingOutcome{first}
+	var timeout <-chan time.Time
+	if cfg.CommitInterval > 0 && ctx.Err() == nil {
+		t := time.NewTimer(cfg.CommitInterval)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for len(batch) < cfg.CommitBatch {
+		var p pendingOutcome
+		if timeout == nil {
+			select { // never wait: take only what is queued
+			case p = <-c.in:
+			default:
+				return batch
+			}
+		} else {
+			select {
+			case p = <-c.in:
+			case <-timeout:
+				return batch
+			case <-ctx.Done():
+				timeout = nil
+				continue
+			}
+		}
+		if containsTask(batch, p) {
+			// One write per task per batch: a task re-claimed by this worker after its
+			// lease was lost may have its stale and its live outcome queued together.
+			c.carry = &p
+			return batch
+		}
+		batch = append(batch, p)
+	}
+	return batch
+}
+
+// flush writes everything still queued, in batches, without waiting for more (ctx is done).
+func (c *committer) flush(ctx, storeCtx context.Context) {
+	for {
+		var first pendingOutcome
+		if c.carry != nil {
+			first, c.carry = *c.carry, nil
+		} else {
+			select {
+			case first = <-c.in:
+			default:
+				return
+			}
+		}
+		c.commit(storeCtx, c.collect(ctx, first))
+	}
+}
+
+// commit writes batch, retrying transient errors until storeCtx ends.
+func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
+	w := c.w
+	outcomes := make([]store.Outcome, 0, len(batch))
+	for _, p := range batch {
+		outcomes = append(outcomes, p.o)
+	}
+	for failures := 1; ; failures++ {
+		cctx, cancel := context.WithTimeout(storeCtx, w.cfg.LeaseDuration)
+		results, err := w.cfg.Store.RecordOutcomes(cctx, outcomes)
+		cancel()
+		if err == nil {
+			c.apply(batch, results)
+			return
+		}
+		if errors.Is(err, store.ErrLeaseLost) { // a whole-call answer: every outcome was rejected
+			results = make([]store.OutcomeResult, len(batch))
+			for i, p := range batch {
+				results[i] = store.OutcomeResult{TaskID: p.o.TaskID, Err: err}
+			}
+			c.apply(batch, results)
+			return
+		}
+		w.counters.commitErrors.Add(1)
+		giveUp := errors.Is(err, store.ErrInvalid) // retrying cannot help
+		if !giveUp {
+			w.log.Warn("record outcomes failed; retrying", "count", len(batch), "failures", failures, "error", err)
+			giveUp = !sleepCtx(storeCtx, errorBackoff(failures))
+		}
+		if giveUp {
+			// The leases will expire and a reaper will retry these tasks.
+			w.log.Error("record outcomes failed; outcomes dropped", "count", len(batch), "error", err)
+			for _, p := range batch {
+				w.registry.remove(p.e)
+			}
+			return
+		}
+	}
+}
+
+// apply counts and logs what the store did with each outcome.
+func (c *committer) apply(batch []pendingOutcome, results []store.OutcomeResult) {
+	w := c.w
+	byID := results
+	if len(results) != len(batch) {
+		byID = nil
+	}
+	for i, p := range batch {
+		w.registry.remove(p.e)
+		var r store.OutcomeResult
+		if byID != nil && byID[i].TaskID == p.o.TaskID {
+			r = byID[i]
+		} else if found, ok := findResult(results, p.o.TaskID); ok {
+			r = found
+		} else {
+			w.counters.commitErrors.Add(1)
+			w.log.Error("record outcomes returned no result for a task", taskAttrs(p.e.task)...)
+			continue
+		}
+		attrs := taskAttrs(p.e.task)
+		switch {
+		case errors.Is(r.Err, store.ErrLeaseLost):
+			if p.e.leaseLost.CompareAndSwap(false, true) {
+				w.counters.leaseLost.Add(1)
+			}
+			w.log.Warn("outcome rejected: the lease was lost", append(attrs, "outcome", p.o.Kind)...)
+		case r.Err != nil:
+			w.counters.commitErrors.Add(1)
+			w.log.Error("outcome not recorded", append(attrs, "outcome", p.o.Kind, "error", r.Err)...)
+		default:
+			c.count(attrs, p.o, r.Status)
+		}
+	}
+}
+
+func (c *committer) count(attrs []any, o store.Outcome, status store.Status) {
+	k, log := &c.w.counters, c.w.log
+	switch status {
+	case store.StatusSucceeded:
+		k.succeeded.Add(1)
+		log.Debug("task succeeded", attrs...)
+	case store.StatusPending, store.StatusEnqueued:
+		k.retried.Add(1)
+		log.Info("task will be retried", append(attrs, "retry_at", o.RetryAt, "error", o.Error)...)
+	case store.StatusDead:
+		k.dead.Add(1)
+		log.Warn("task is dead: attempts exhausted", append(attrs, "error", o.Error)...)
+	case store.StatusFailed:
+		k.failed.Add(1)
+		log.Warn("task failed permanently", append(attrs, "error", o.Error)...)
+	case store.StatusCanceled:
+		k.canceled.Add(1)
+		log.Info("task canceled", append(attrs, "error", o.Error)...)
+	default:
+		log.Warn("outcome recorded with an unexpected status", append(attrs, "status", status)...)
+	}
+}
+
+func containsTask(batch []pendingOutcome, p pendingOutcome) bool {
+	for _, b := range batch {
+		if b.o.TaskID == p.o.TaskID {
+			return true
+		}
+	}
+	return false
+}
+
+func findResult(results []store.OutcomeResult, id uuid.UUID) (store.OutcomeResult, bool) {
+	for _, r := range results {
+		if r.TaskID == id {
+			return r, true
+		}
+	}
+	return store.OutcomeResult{}, false
+}

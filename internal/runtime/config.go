@@ -1,0 +1,184 @@
+package runtime
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Config configures a Worker. The zero value of every field but Store and Mux means its
+// default; NewWorker fills the defaults (in withDefaults) and validates the result.
+type Config struct {
+	// Store is where tasks are claimed and outcomes recorded. Required.
+	Store store.Store
+	// Mux routes tasks to handlers by kind. Required.
+	Mux *Mux
+
+	// WorkerID names this worker in task rows, attempt history and logs.
+	// Default: "<hostname>-<pid>-<6 random hex digits>".
+	WorkerID string
+
+	// Queues maps each queue this worker serves to the most handlers that may run for it
+	// at once; 0 means up to Concurrency. Default: {"default": Concurrency}.
+	Queues map[string]int
+	// Concurrency is the total number of handler goroutines. Default: 100, which keeps
+	// I/O-bound handlers busy and costs little for trivial ones (goroutines are cheap).
+	Concurrency int
+	// FetchBatch is the most tasks one claim asks for; a claim never asks for more than
+	// the free capacity of its queue and of the worker. Default: 50.
+	FetchBatch int
+	// PollInterval is how often an idle queue is polled when no wake-up from
+	// Store.WaitForTasks arrives (delayed and retried tasks are found this way).
+	// Default: 1s.
+	PollInterval time.Duration
+
+	// LeaseDuration is how long a claim or heartbeat holds a task before another worker's
+	// reaper may take it back. Default: 30s.
+	LeaseDuration time.Duration
+	// HeartbeatInterval is how often each running task's lease is extended (and a cancel
+	// request is noticed). Must be shorter than LeaseDuration. Default: LeaseDuration/3.
+	HeartbeatInterval time.Duration
+
+	// DefaultTimeout limits one attempt of a kind registered without WithTimeout; a
+	// task's TimeoutSeconds overrides both. Negative means no timeout. Default: 15m,
+	// long enough for real batch work, short enough that a hung handler is noticed.
+	DefaultTimeout time.Duration
+	// BackoffBase and BackoffMax shape the full-jitter exponential backoff of retryable
+	// failures of kinds registered without WithBackoff, and of reaped tasks.
+	// Defaults: 1s and 1h.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+
+	// ReapInterval is how often this worker returns tasks with expired leases (their
+	// worker died) to the queue; every worker may do it at once safely. Negative
+	// disables the reaper (when another process runs it). Default: 5s.
+	ReapInterval time.Duration
+
+	// ShutdownGrace is how long running handlers may keep going after Run's ctx ends
+	// before their contexts are cancelled (their outcome is then a retry). It also bounds
+	// the wait for handlers that ignore the cancel and the final flush of outcomes.
+	// Negative cancels at once. Default: 10s.
+	ShutdownGrace time.Duration
+
+	// CommitBatch is the most outcomes written in one Store.RecordOutcomes call.
+	// Default: 100.
+	CommitBatch int
+	// CommitInterval is how long the committer waits for more outcomes to join a batch
+	// after the first arrives. Negative means never wait: write whatever is queued.
+	// Default: 5ms (a short wait keeps latency low when idle and batches large when busy).
+	CommitInterval time.Duration
+
+	// ClaimFrom is the status claims take tasks from, and the status retries and reaped
+	// tasks return to: StatusPending (poll mode) or StatusEnqueued (SQS mode).
+	// Default: StatusPending.
+	ClaimFrom store.Status
+
+	// Logger receives the worker's logs, with keys worker_id, task_id, queue, kind and
+	// attempt. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults, for documentation and for callers that build their own Config.
+const (
+	DefaultConcurrency    = 100
+	DefaultFetchBatch     = 50
+	DefaultPollInterval   = time.Second
+	DefaultLeaseDuration  = 30 * time.Second
+	DefaultAttemptTimeout = 15 * time.Minute
+	DefaultBackoffBase    = time.Second
+	DefaultBackoffMax     = time.Hour
+	DefaultReapInterval   = 5 * time.Second
+	DefaultShutdownGrace  = 10 * time.Second
+	DefaultCommitBatch    = 100
+	DefaultCommitInterval = 5 * time.Millisecond
+)
+
+// withDefaults returns cfg with every zero field set to its default. It is the one place
+// defaults live.
+func (cfg Config) withDefaults() Config {
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = defaultWorkerID()
+	}
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = map[string]int{store.DefaultQueue: cfg.Concurrency}
+	}
+	cfg.FetchBatch = cmp.Or(cfg.FetchBatch, DefaultFetchBatch)
+	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration)
+	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, cfg.LeaseDuration/3)
+	cfg.DefaultTimeout = cmp.Or(cfg.DefaultTimeout, DefaultAttemptTimeout)
+	cfg.BackoffBase = cmp.Or(cfg.BackoffBase, DefaultBackoffBase)
+	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, DefaultBackoffMax)
+	cfg.ReapInterval = cmp.Or(cfg.ReapInterval, DefaultReapInterval)
+	cfg.ShutdownGrace = cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace)
+	cfg.CommitBatch = cmp.Or(cfg.CommitBatch, DefaultCommitBatch)
+	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, DefaultCommitInterval)
+	cfg.ClaimFrom = cmp.Or(cfg.ClaimFrom, store.StatusPending)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	return cfg
+}
+
+// validate checks a Config that already has its defaults.
+func (cfg *Config) validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(cfg.Store != nil, "Store is required")
+	check(cfg.Mux != nil, "Mux is required")
+	check(cfg.Concurrency > 0, "Concurrency must be positive, got %d", cfg.Concurrency)
+	for q, limit := range cfg.Queues {
+		if err := store.ValidateName("queue", q); err != nil {
+			errs = append(errs, err)
+		}
+		check(limit >= 0, "Queues[%q] must not be negative, got %d", q, limit)
+	}
+	check(cfg.FetchBatch > 0, "FetchBatch must be positive, got %d", cfg.FetchBatch)
+	check(cfg.PollInterval > 0, "PollInterval must be positive, got %s", cfg.PollInterval)
+	check(cfg.LeaseDuration > 0, "LeaseDuration must be positive, got %s", cfg.LeaseDuration)
+	check(cfg.HeartbeatInterval > 0 && cfg.HeartbeatInterval < cfg.LeaseDuration,
+		"HeartbeatInterval must be positive and shorter than LeaseDuration (%s), got %s", cfg.LeaseDuration, cfg.HeartbeatInterval)
+	check(cfg.BackoffBase > 0 && cfg.BackoffMax >= cfg.BackoffBase,
+		"BackoffBase must be positive and at most BackoffMax, got %s and %s", cfg.BackoffBase, cfg.BackoffMax)
+	check(cfg.CommitBatch > 0, "CommitBatch must be positive, got %d", cfg.CommitBatch)
+	check(cfg.ClaimFrom == store.StatusPending || cfg.ClaimFrom == store.StatusEnqueued,
+		"ClaimFrom must be %s or %s, got %q", store.StatusPending, store.StatusEnqueued, cfg.ClaimFrom)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: worker config: %w", store.ErrInvalid, err)
+	}
+	return nil
+}
+
+// queueLimit is the effective concurrency limit of queue q.
+func (cfg *Config) queueLimit(q string) int {
+	if l := cfg.Queues[q]; l > 0 && l < cfg.Concurrency {
+		return l
+	}
+	return cfg.Concurrency
+}
+
+// graceBound is the wait used after the grace period: for handlers that ignore their
+// cancelled context and for the final flush. Never zero, so a flush always gets a try.
+func (cfg *Config) graceBound() time.Duration {
+	return max(cfg.ShutdownGrace, time.Second)
+}
+
+func defaultWorkerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

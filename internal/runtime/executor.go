@@ -1,0 +1,163 @@
+package runtime
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// executor runs claimed tasks, one goroutine each. The pool is bounded by the capacity
+// the fetchers reserved: a goroutine exists only for a reserved slot and gives the slot
+// back once its outcome is handed to the committer (so a stalled committer stalls
+// claiming too).
+type executor struct {
+	w    *Worker
+	base context.Context // parent of every handler context; cancelled after ShutdownGrace
+	wg   sync.WaitGroup
+}
+
+// start registers task for heartbeats and runs it. The caller holds a slot for it.
+func (x *executor) start(task *store.Task) {
+	ctx, cancel := context.WithCancelCause(x.base)
+	e := &inflight{task: task, cancel: cancel, lastBeat: time.Now()}
+	x.w.counters.claimed.Add(1)
+	x.w.registry.add(e)
+	x.wg.Add(1)
+	go x.run(ctx, e)
+}
+
+func (x *executor) run(ctx context.Context, e *inflight) {
+	defer x.wg.Done()
+	defer x.w.capacity.release(e.task.Queue, 1)
+	defer e.cancel(nil)
+
+	w := x.w
+	t := e.task
+	entry, ok := w.cfg.Mux.lookup(t.Kind)
+
+	var err error
+	if !ok {
+		w.counters.noHandler.Add(1)
+		err = noHandlerError(t.Kind)
+	} else {
+		timeout := cmp.Or(entry.opts.timeout, w.cfg.DefaultTimeout)
+		if t.TimeoutSeconds > 0 {
+			timeout = time.Duration(t.TimeoutSeconds) * time.Second
+		}
+		actx := ctx
+		if timeout > 0 {
+			var cancel context.CancelFunc
+			actx, cancel = context.WithTimeoutCause(ctx, timeout, &timeoutError{d: timeout})
+			defer cancel()
+		}
+		w.counters.running.Add(1)
+		err = x.call(actx, entry.wrapped, &Job{Task: *t})
+		w.counters.running.Add(-1)
+		err = explain(actx, err)
+	}
+	e.finished.Store(true)
+
+	if e.leaseLost.Load() {
+		w.log.Info("handler finished after its lease was lost; outcome dropped", append(taskAttrs(t), "error", errString(err))...)
+		return
+	}
+	o := x.outcome(ctx, e, entry.opts, err)
+	if !w.committer.submit(pendingOutcome{e: e, o: o}) {
+		// Only a handler abandoned at shutdown gets here; its lease will expire and the
+		// reaper will retry the task.
+		w.registry.remove(e)
+		w.log.Warn("outcome dropped: the worker has stopped", append(taskAttrs(t), "outcome", o.Kind)...)
+	}
+}
+
+// call runs the handler, turning a panic into a retryable error with the stack.
+func (x *executor) call(ctx context.Context, h Handler, job *Job) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			x.w.counters.panics.Add(1)
+			err = &panicError{value: r, stack: debug.Stack()}
+		}
+	}()
+	return h.Work(ctx, job)
+}
+
+// outcome maps the handler's result to what the store should record.
+func (x *executor) outcome(ctx context.Context, e *inflight, opts kindOptions, err error) store.Outcome {
+	cfg := &x.w.cfg
+	o := store.Outcome{TaskID: e.task.ID, LeaseToken: e.task.LeaseToken, RetryStatus: cfg.ClaimFrom}
+	if err == nil {
+		// Even when a cancel was requested meanwhile: the work is done, and says so.
+		o.Kind = store.Succeed
+		return o
+	}
+	o.Error = store.TruncateError(err.Error())
+	switch {
+	case e.cancelRequested.Load():
+		// Whatever the handler returned, it stopped because of the cancel.
+		o.Kind = store.Cancel
+	case IsPermanent(err):
+		o.Kind = store.Fail
+	default:
+		o.Kind = store.Retry
+		if d, ok := retryAfterDelay(err); ok {
+			o.RetryAt = time.Now().Add(d)
+		} else if context.Cause(ctx) == errShutdown {
+			// Not the task's fault: due again at once, for another worker.
+			o.RetryAt = time.Time{}
+		} else {
+			base := cmp.Or(opts.backoffBase, cfg.BackoffBase)
+			ceiling := cmp.Or(opts.backoffMax, max(cfg.BackoffMax, base))
+			o.RetryAt = time.Now().Add(store.Backoff(e.task.AttemptCount, base, ceiling, rand.Float64))
+		}
+	}
+	return o
+}
+
+// explain prefixes a context error with the reason the context ended (timeout, cancel
+// request, shutdown), which "context canceled" alone does not say.
+func explain(ctx context.Context, err error) error {
+	if err == nil || (!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)) {
+		return err
+	}
+	cause := context.Cause(ctx)
+	if cause == nil || errors.Is(err, cause) || cause == context.Canceled || cause == context.DeadlineExceeded {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cause, err)
+}
+
+// waitTimeout waits up to d for every handler goroutine to return; it reports whether
+// they did.
+func (x *executor) waitTimeout(d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		x.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func taskAttrs(t *store.Task) []any {
+	return []any{"task_id", t.ID, "queue", t.Queue, "kind", t.Kind, "attempt", t.AttemptCount}
+}

@@ -1,0 +1,166 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// fetcher claims tasks of one queue and hands them to the executor. It claims only what
+// the free capacity allows, so a task is never claimed without a slot to run it.
+//
+// It claims when it starts, then whenever it is woken: by a wake-up from the listener, by
+// the poll timer, and, while the queue seems to have a backlog (the last claim was full),
+// by a slot freeing up. A full claim is followed by another one at once, which drains a
+// backlog as fast as slots allow.
+type fetcher struct {
+	w     *Worker
+	queue string
+	wake  chan struct{} // buffer 1: the listener or reaper says there may be due tasks
+}
+
+func newFetcher(w *Worker, queue string) *fetcher {
+	return &fetcher{w: w, queue: queue, wake: make(chan struct{}, 1)}
+}
+
+// notify wakes the fetcher without blocking; wake-ups that arrive while one is pending
+// merge into it.
+func (f *fetcher) notify() {
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	cfg := &f.w.cfg
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	backlog := true // claim at once on start
+	failures := 0
+	for {
+		if !backlog {
+			poll.Reset(jitter(cfg.PollInterval))
+			select {
+			case <-ctx.Done():
+				return
+			case <-f.wake:
+			case <-poll.C:
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if backlog && !f.waitForSlots(ctx) {
+			return
+		}
+		n := f.w.capacity.reserve(f.queue, cfg.FetchBatch)
+		if n == 0 {
+			// Every slot is busy (or another queue's fetcher took the last ones): the
+			// next claim waits for slots to free up.
+			backlog = true
+			continue
+		}
+		tasks, err := f.claim(ctx, n)
+		if err != nil {
+			f.w.capacity.release(f.queue, n)
+			f.w.counters.claimErrors.Add(1)
+			if errors.Is(err, store.ErrInvalid) {
+				// The store rejects this worker's claims as such: retrying cannot help.
+				f.w.fail(fmt.Errorf("claim tasks of queue %q: %w", f.queue, err))
+				return
+			}
+			failures++
+			f.w.log.Warn("claim tasks failed; retrying", "queue", f.queue, "failures", failures, "error", err)
+			if !sleepCtx(ctx, errorBackoff(failures)) {
+				return
+			}
+			backlog = true
+			continue
+		}
+		failures = 0
+		f.w.capacity.release(f.queue, n-len(tasks))
+		for _, t := range tasks {
+			f.w.executor.start(t)
+		}
+		backlog = len(tasks) == n
+	}
+}
+
+// gatherWindow bounds how long a fetcher with a backlog waits for more slots to free up
+// after the first one did.
+const gatherWindow = 2 * time.Millisecond
+
+// waitForSlots waits for a free slot, then, briefly, until half a batch is free. Under a
+// backlog, slots free up one at a time as handlers finish; claiming for each alone would
+// cost a database round trip per task (measured: a 5x slower drain). A slow handler's lone
+// slot waits at most gatherWindow. It reports false when ctx ended.
+func (f *fetcher) waitForSlots(ctx context.Context) bool {
+	freed := f.w.capacity.freed(f.queue)
+	for f.w.capacity.free(f.queue) == 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-freed:
+		}
+	}
+	want := max(1, min(f.w.cfg.FetchBatch, f.w.capacity.limit(f.queue))/2)
+	timer := time.NewTimer(gatherWindow)
+	defer timer.Stop()
+	for f.w.capacity.free(f.queue) < want {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case <-freed:
+		}
+	}
+	return true
+}
+
+// claim runs ClaimTasks outside ctx's cancellation: a claim that the database committed
+// must reach the executor, or its tasks would sit leased until the reaper frees them.
+func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
+	cfg := &f.w.cfg
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.LeaseDuration)
+	defer cancel()
+	return cfg.Store.ClaimTasks(cctx, store.ClaimParams{
+		Queue:         f.queue,
+		From:          cfg.ClaimFrom,
+		WorkerID:      cfg.WorkerID,
+		Limit:         n,
+		LeaseDuration: cfg.LeaseDuration,
+	})
+}
+
+// jitter spreads d by ±10%, so many workers polling one database drift apart.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+}
+
+// errorBackoff is the pause after the n-th consecutive failure of a background call:
+// exponential from 50ms, capped at 5s, with jitter.
+func errorBackoff(n int) time.Duration {
+	d := 5 * time.Second
+	if n < 8 {
+		d = min(d, 50*time.Millisecond<<(n-1))
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// sleepCtx waits for d or ctx's end; it reports whether the full d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

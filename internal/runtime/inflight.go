@@ -1,0 +1,65 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// inflight is a claimed task from claim until its outcome is recorded (or its lease is
+// lost). The heartbeat loop keeps its lease alive that whole time, including while the
+// outcome waits in the committer.
+type inflight struct {
+	task   *store.Task
+	cancel context.CancelCauseFunc // cancels the handler's context
+
+	lastBeat time.Time // claim or last successful heartbeat; only the heartbeat loop touches it
+
+	finished        atomic.Bool // the handler returned
+	cancelRequested atomic.Bool // a heartbeat saw CancelRequestedAt
+	leaseLost       atomic.Bool // another worker owns the task now; record nothing
+}
+
+// registry holds the in-flight tasks for the heartbeat loop.
+type registry struct {
+	mu sync.Mutex
+	m  map[uuid.UUID]*inflight
+}
+
+func newRegistry() *registry { return &registry{m: make(map[uuid.UUID]*inflight)} }
+
+func (r *registry) add(e *inflight) {
+	r.mu.Lock()
+	r.m[e.task.ID] = e
+	r.mu.Unlock()
+}
+
+// remove drops e, unless the task was re-claimed since and the key names a newer entry.
+func (r *registry) remove(e *inflight) {
+	r.mu.Lock()
+	if r.m[e.task.ID] == e {
+		delete(r.m, e.task.ID)
+	}
+	r.mu.Unlock()
+}
+
+func (r *registry) snapshot() []*inflight {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*inflight, 0, len(r.m))
+	for _, e := range r.m {
+		out = append(out, e)
+	}
+	return out
+}
+
+func (r *registry) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
+}

@@ -1,0 +1,159 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Job is what a handler receives: a copy of the claimed task.
+type Job struct {
+	// Task is the task as claimed: ID, Queue, Kind, Payload, AttemptCount (the current
+	// attempt, 1-based), MaxAttempts, TimeoutSeconds and so on. It is a copy for reading;
+	// changing it changes nothing in the store.
+	Task store.Task
+}
+
+// Handler runs one attempt of a task. It must return when ctx is done: ctx carries the
+// attempt timeout, a cancel request and worker shutdown. The returned error decides the
+// outcome: nil succeeds, Permanent fails for good, RetryAfter snoozes, anything else
+// retries with backoff.
+type Handler interface {
+	Work(ctx context.Context, job *Job) error
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, job *Job) error
+
+// Work calls f(ctx, job).
+func (f HandlerFunc) Work(ctx context.Context, job *Job) error { return f(ctx, job) }
+
+// Middleware wraps a handler (logging, metrics, tracing...).
+type Middleware func(Handler) Handler
+
+// HandlerOption configures one kind's handler.
+type HandlerOption func(*kindOptions)
+
+type kindOptions struct {
+	timeout     time.Duration // 0 = Config.DefaultTimeout; < 0 = none
+	backoffBase time.Duration // 0 = Config.BackoffBase
+	backoffMax  time.Duration // 0 = Config.BackoffMax
+}
+
+// WithTimeout sets the per-attempt timeout for the kind, replacing Config.DefaultTimeout.
+// A negative d means no timeout. A task's own TimeoutSeconds overrides it.
+func WithTimeout(d time.Duration) HandlerOption {
+	return func(o *kindOptions) { o.timeout = d }
+}
+
+// WithBackoff sets the kind's retry backoff: full-jitter exponential from base, capped at
+// max, replacing Config.BackoffBase and Config.BackoffMax.
+func WithBackoff(base, max time.Duration) HandlerOption {
+	return func(o *kindOptions) { o.backoffBase, o.backoffMax = base, max }
+}
+
+// Mux routes tasks to handlers by kind, like http.ServeMux routes requests by path. It is
+// safe for concurrent use, so handlers and middleware may be added while a worker runs.
+type Mux struct {
+	mu          sync.RWMutex
+	kinds       map[string]*muxEntry
+	middlewares []Middleware
+}
+
+type muxEntry struct {
+	handler Handler // as registered
+	wrapped Handler // handler inside the mux's middleware
+	opts    kindOptions
+}
+
+// NewMux returns an empty Mux.
+func NewMux() *Mux {
+	return &Mux{kinds: make(map[string]*muxEntry)}
+}
+
+// Handle registers h for kind. Like http.ServeMux it panics on a programming error: an
+// invalid kind name, a nil handler, a kind registered twice or an invalid option.
+func (m *Mux) Handle(kind string, h Handler, opts ...HandlerOption) {
+	if err := store.ValidateName("kind", kind); err != nil {
+		panic(fmt.Sprintf("rota: Handle: %v", err))
+	}
+	if h == nil {
+		panic(fmt.Sprintf("rota: Handle(%q): nil handler", kind))
+	}
+	var o kindOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.backoffBase < 0 || o.backoffMax < 0 || (o.backoffMax > 0 && o.backoffMax < o.backoffBase) {
+		panic(fmt.Sprintf("rota: Handle(%q): WithBackoff needs 0 <= base <= max", kind))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.kinds[kind]; dup {
+		panic(fmt.Sprintf("rota: Handle(%q): kind registered twice", kind))
+	}
+	m.kinds[kind] = &muxEntry{handler: h, wrapped: chain(m.middlewares, h), opts: o}
+}
+
+// HandleFunc registers f for kind.
+func (m *Mux) HandleFunc(kind string, f HandlerFunc, opts ...HandlerOption) {
+	if f == nil {
+		panic(fmt.Sprintf("rota: HandleFunc(%q): nil function", kind))
+	}
+	m.Handle(kind, f, opts...)
+}
+
+// Use appends middleware. The first one given is the outermost: after Use(a, b) a task
+// runs a(b(handler)). It applies to every kind, registered before or after.
+func (m *Mux) Use(mws ...Middleware) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.middlewares = append(m.middlewares, mws...)
+	for _, e := range m.kinds {
+		e.wrapped = chain(m.middlewares, e.handler)
+	}
+}
+
+// Kinds returns the registered kinds, sorted.
+func (m *Mux) Kinds() []string {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	kinds := make([]string, 0, len(m.kinds))
+	for k := range m.kinds {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	return kinds
+}
+
+// Work runs the handler for job.Task.Kind inside the middleware, so a Mux is itself a
+// Handler. An unknown kind returns an error wrapping ErrNoHandler.
+func (m *Mux) Work(ctx context.Context, job *Job) error {
+	e, ok := m.lookup(job.Task.Kind)
+	if !ok {
+		return noHandlerError(job.Task.Kind)
+	}
+	return e.wrapped.Work(ctx, job)
+}
+
+// lookup returns a copy of kind's entry, so the caller needs no lock while it runs.
+func (m *Mux) lookup(kind string) (muxEntry, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e, ok := m.kinds[kind]
+	if !ok {
+		return muxEntry{}, false
+	}
+	return *e, true
+}
+
+func chain(mws []Middleware, h Handler) Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}

@@ -1,0 +1,165 @@
+// Package runtime is Rota's poll-mode worker runtime: it claims tasks from a Store,
+// runs them with the handlers of a Mux and records their outcomes.
+//
+// The pipeline, one background loop per file:
+//
+//	listener (wake-ups) ─┐
+//	fetcher (per queue) ─┴─> executor (bounded goroutines) ─> committer (batched writes)
+//	heartbeater: extends the leases of in-flight tasks, delivers cancel requests
+//	reaper: returns tasks whose lease expired to the queue
+//
+// Every loop has the same shape, run(ctx), returning when ctx ends; Worker.Run starts
+// them and stops them in the order written down there.
+package runtime
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Worker claims and runs tasks until Run's context ends.
+type Worker struct {
+	cfg      Config
+	log      *slog.Logger
+	counters counters
+	ran      atomic.Bool
+
+	stopRun context.CancelCauseFunc // ends Run early with a fatal error (see fail)
+
+	capacity  *capacity
+	registry  *registry
+	fetchers  map[string]*fetcher
+	listener  *listener
+	executor  *executor
+	committer *committer
+	heartbeat *heartbeater
+	reaper    *reaper
+}
+
+// NewWorker checks cfg, fills its defaults and returns a worker ready to Run.
+func NewWorker(cfg Config) (*Worker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	// The worker owns its copy of the queue map: the caller's may change later.
+	limits := make(map[string]int, len(cfg.Queues))
+	for q := range cfg.Queues {
+		limits[q] = cfg.queueLimit(q)
+	}
+	cfg.Queues = limits
+
+	w := &Worker{
+		cfg:      cfg,
+		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
+		capacity: newCapacity(cfg.Concurrency, limits),
+		registry: newRegistry(),
+		fetchers: make(map[string]*fetcher, len(limits)),
+	}
+	for q := range limits {
+		w.fetchers[q] = newFetcher(w, q)
+	}
+	w.listener = &listener{w: w}
+	w.executor = &executor{w: w}
+	w.committer = newCommitter(w)
+	w.heartbeat = &heartbeater{w: w}
+	w.reaper = &reaper{w: w}
+	return w, nil
+}
+
+// ID returns the worker id written into the tasks it claims.
+func (w *Worker) ID() string { return w.cfg.WorkerID }
+
+// Run claims and runs tasks until ctx ends, then shuts down gracefully and returns nil.
+// It returns early, after the same shutdown, with an error that retrying cannot fix
+// (the store rejecting the worker's claims as invalid). It may be called once.
+//
+// Shutdown order, and why:
+//
+//  1. Stop fetching: the fetchers, the listener and the reaper stop with ctx, and Run
+//     waits for them, so no task is claimed after this point.
+//  2. Let running handlers finish, for up to ShutdownGrace. Then cancel their contexts
+//     (their outcome is a retry, due at once) and wait up to another grace bound for them
+//     to return; a handler that ignores its context is abandoned, and its lease expires
+//     so a reaper retries the task.
+//  3. Flush the committer: every outcome handed over is written (retrying transient
+//     errors, for at most the grace bound).
+//  4. Stop heartbeats last: until its outcome is written a task's lease must stay alive,
+//     or a reaper could hand it to another worker while it finishes here.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.ran.CompareAndSwap(false, true) {
+		return errors.New("runtime: Worker.Run called more than once")
+	}
+	cfg := &w.cfg
+	log := w.log
+	parent := ctx
+	ctx, w.stopRun = context.WithCancelCause(ctx)
+	defer w.stopRun(nil)
+	log.Info("worker starting", "queues", cfg.Queues, "concurrency", cfg.Concurrency,
+		"kinds", cfg.Mux.Kinds(), "claim_from", cfg.ClaimFrom)
+
+	// Each later stage has its own context, detached from ctx (keeping its values), so
+	// it outlives the fetchers by exactly as long as the order above says.
+	detached := context.WithoutCancel(ctx)
+	handlersCtx, cancelHandlers := context.WithCancelCause(detached)
+	defer cancelHandlers(nil)
+	commitCtx, stopCommitter := context.WithCancel(detached)
+	defer stopCommitter()
+	heartbeatCtx, stopHeartbeat := context.WithCancel(detached)
+	defer stopHeartbeat()
+	w.executor.base = handlersCtx
+
+	var heartbeatDone, commitDone, fetchDone sync.WaitGroup
+	heartbeatDone.Go(func() { w.heartbeat.run(heartbeatCtx) })
+	commitDone.Go(func() { w.committer.run(commitCtx) })
+	fetchDone.Go(func() { w.reaper.run(ctx) })
+	fetchDone.Go(func() { w.listener.run(ctx) })
+	for _, q := range slices.Sorted(maps.Keys(w.fetchers)) {
+		f := w.fetchers[q]
+		fetchDone.Go(func() { f.run(ctx) })
+	}
+
+	<-ctx.Done()
+	log.Info("worker stopping", "running", w.counters.running.Load(), "grace", cfg.ShutdownGrace)
+
+	// 1. Stop fetching.
+	fetchDone.Wait()
+
+	// 2. Let handlers finish, then cancel the rest.
+	if !w.executor.waitTimeout(max(cfg.ShutdownGrace, 0)) {
+		log.Warn("grace period over; cancelling running handlers", "running", w.counters.running.Load())
+		cancelHandlers(errShutdown)
+		if !w.executor.waitTimeout(cfg.graceBound()) {
+			log.Error("handlers ignored cancellation; abandoning them (their leases will expire)",
+				"running", w.counters.running.Load())
+		}
+	}
+
+	// 3. Flush outcomes.
+	stopCommitter()
+	commitDone.Wait()
+
+	// 4. Stop heartbeats.
+	stopHeartbeat()
+	heartbeatDone.Wait()
+
+	if n := w.registry.len(); n > 0 {
+		log.Warn("worker stopped with unrecorded outcomes; their leases will expire", "count", n)
+	}
+	log.Info("worker stopped", "stats", w.Stats())
+	if cause := context.Cause(ctx); cause != context.Cause(parent) { // ended by fail
+		return cause
+	}
+	return nil
+}
+
+// fail stops Run with err, through the same graceful shutdown.
+func (w *Worker) fail(err error) {
+	w.log.Error("worker stopping on a fatal error", "error", err)
+	w.stopRun(err)
+}

@@ -1,0 +1,355 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// ClaimTasks moves up to Limit due tasks to PROCESSING; see store.Store.
+func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.Queue == "" {
+		p.Queue = store.DefaultQueue
+	}
+	if p.Limit == 0 && len(p.TaskIDs) > 0 {
+		p.Limit = len(p.TaskIDs)
+	}
+	if err := validateClaim(p); err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	var picked []*entry
+	if p.TaskIDs != nil { // a restriction, even to nothing
+		seen := map[uuid.UUID]bool{}
+		var items []claimItem
+		for _, id := range p.TaskIDs {
+			e := s.tasks[id]
+			if e == nil || seen[id] {
+				continue
+			}
+			seen[id] = true
+			t := &e.task
+			if t.Queue == p.Queue && t.Status == p.From && !t.ScheduledFor.After(now) && t.AttemptCount < t.MaxAttempts {
+				items = append(items, claimItem{e: e, priority: t.Priority, at: t.ScheduledFor, id: t.ID})
+			}
+		}
+		slices.SortFunc(items, func(a, b claimItem) int {
+			if claimOrder(a, b) {
+				return -1
+			}
+			return 1
+		})
+		for _, it := range items[:min(len(items), p.Limit)] {
+			picked = append(picked, it.e)
+		}
+	} else if cq := s.claimable[queueStatus{p.Queue, p.From}]; cq != nil {
+		for len(picked) < p.Limit {
+			e := cq.next(now)
+			if e == nil {
+				break
+			}
+			picked = append(picked, e)
+		}
+	}
+
+	out := make([]*store.Task, 0, len(picked))
+	expires := now.Add(p.LeaseDuration)
+	for _, e := range picked {
+		token := uuid.New()
+		s.transition(e, store.StatusProcessing, now, func(t *store.Task) {
+			t.AttemptCount++
+			t.WorkerID = p.WorkerID
+			t.LeaseToken = token
+			t.LeaseExpiresAt = &expires
+			started := now
+			t.ProcessingStartedAt = &started
+			t.CancelRequestedAt = nil
+		})
+		s.attemptID++
+		e.attempts = append(e.attempts, store.Attempt{
+			ID:         s.attemptID,
+			TaskID:     e.task.ID,
+			Attempt:    e.task.AttemptCount,
+			WorkerID:   p.WorkerID,
+			LeaseToken: token,
+			StartedAt:  now,
+		})
+		out = append(out, cloneTask(&e.task))
+	}
+	return out, nil
+}
+
+func validateClaim(p store.ClaimParams) error {
+	if p.From != store.StatusPending && p.From != store.StatusEnqueued {
+		return fmt.Errorf("%w: claims take PENDING or ENQUEUED tasks, not %q", store.ErrInvalid, p.From)
+	}
+	if p.WorkerID == "" {
+		return fmt.Errorf("%w: worker id is required", store.ErrInvalid)
+	}
+	if p.Limit < 1 {
+		return fmt.Errorf("%w: limit must be at least 1, got %d", store.ErrInvalid, p.Limit)
+	}
+	if p.LeaseDuration <= 0 {
+		return fmt.Errorf("%w: lease duration must be positive, got %s", store.ErrInvalid, p.LeaseDuration)
+	}
+	return nil
+}
+
+// Heartbeat extends a lease; see store.Store.
+func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (*store.Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.LeaseDuration <= 0 {
+		return nil, fmt.Errorf("heartbeat %s: %w: lease duration must be positive, got %s", p.TaskID, store.ErrInvalid, p.LeaseDuration)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.tasks[p.TaskID]
+	if e == nil {
+		return nil, fmt.Errorf("heartbeat %s: %w", p.TaskID, store.ErrNotFound)
+	}
+	if !s.holds(e, p.LeaseToken) {
+		return nil, fmt.Errorf("heartbeat %s: %w", p.TaskID, store.ErrLeaseLost)
+	}
+	now := s.clock()
+	expires := now.Add(p.LeaseDuration)
+	e.task.LeaseExpiresAt = &expires
+	e.task.UpdatedAt = now
+	s.addLease(e)
+	return cloneTask(&e.task), nil
+}
+
+// holds reports whether token is the current lease of e.
+func (s *Store) holds(e *entry, token uuid.UUID) bool {
+	return e.task.Status == store.StatusProcessing && token != uuid.Nil && e.task.LeaseToken == token
+}
+
+// RecordOutcomes writes finished attempts, each fenced by its lease token; see
+// store.Store. Invalid outcomes fail the whole call with ErrInvalid and write nothing.
+func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([]store.OutcomeResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for i, o := range outcomes {
+		switch o.Kind {
+		case store.Succeed, store.Retry, store.Fail, store.Cancel:
+		default:
+			return nil, fmt.Errorf("record outcome %d: %w: unknown outcome kind %q", i, store.ErrInvalid, o.Kind)
+		}
+		if o.RetryStatus != "" && o.RetryStatus != store.StatusPending && o.RetryStatus != store.StatusEnqueued {
+			return nil, fmt.Errorf("record outcome %d: %w: retry status must be PENDING or ENQUEUED, got %q", i, store.ErrInvalid, o.RetryStatus)
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	results := make([]store.OutcomeResult, len(outcomes))
+	wake := map[string]bool{}
+	for i, o := range outcomes {
+		results[i] = store.OutcomeResult{TaskID: o.TaskID}
+		e := s.tasks[o.TaskID]
+		if e == nil || !s.holds(e, o.LeaseToken) {
+			// An unknown task holds no lease either (as in PostgreSQL, where the fenced
+			// update finds no row either way).
+			results[i].Err = fmt.Errorf("record outcome for %s: %w", o.TaskID, store.ErrLeaseLost)
+			continue
+		}
+		results[i].Status = s.finish(e, o, now)
+		if results[i].Status == store.StatusPending && !e.task.ScheduledFor.After(now) {
+			wake[e.task.Queue] = true
+		}
+	}
+	s.notify(wake)
+	return results, nil
+}
+
+// finish applies one fenced outcome to a PROCESSING task and returns its new status.
+func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
+	msg := store.TruncateError(o.Error)
+	var to store.Status
+	var result store.AttemptOutcome
+	kind := o.Kind
+	if e.task.CancelRequestedAt != nil && (kind == store.Retry || kind == store.Fail) {
+		kind = store.Cancel
+	}
+	switch kind {
+	case store.Succeed:
+		to, result = store.StatusSucceeded, store.OutcomeSucceeded
+	case store.Cancel:
+		to, result = store.StatusCanceled, store.OutcomeCanceled
+	case store.Fail:
+		to, result = store.StatusFailed, store.OutcomeFailed
+	case store.Retry:
+		if e.task.AttemptCount >= e.task.MaxAttempts {
+			to, result = store.StatusDead, store.OutcomeDead
+		} else {
+			to, result = store.StatusPending, store.OutcomeRetried
+			if o.RetryStatus == store.StatusEnqueued {
+				to = store.StatusEnqueued
+			}
+		}
+	}
+	s.closeAttempt(e, result, msg, now)
+	s.transition(e, to, now, func(t *store.Task) {
+		if msg != "" {
+			t.LastError = msg
+		}
+		if to.Terminal() {
+			done := now
+			t.CompletedAt = &done
+		} else {
+			t.ScheduledFor = now
+			if !o.RetryAt.IsZero() {
+				t.ScheduledFor = dbTime(o.RetryAt)
+			}
+		}
+	})
+	return to
+}
+
+// closeAttempt finishes the open attempt row of e's current lease.
+func (s *Store) closeAttempt(e *entry, outcome store.AttemptOutcome, msg string, now time.Time) {
+	for i := len(e.attempts) - 1; i >= 0; i-- {
+		a := &e.attempts[i]
+		if a.LeaseToken == e.task.LeaseToken && a.FinishedAt == nil {
+			finished := now
+			a.FinishedAt = &finished
+			a.Outcome = outcome
+			a.Error = msg
+			return
+		}
+	}
+}
+
+// CancelTask cancels a task or asks its worker to; see store.Store.
+func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.tasks[id]
+	if e == nil {
+		return nil, fmt.Errorf("cancel task %s: %w", id, store.ErrNotFound)
+	}
+	now := s.clock()
+	switch e.task.Status {
+	case store.StatusPending, store.StatusEnqueued:
+		s.transition(e, store.StatusCanceled, now, func(t *store.Task) {
+			done := now
+			t.CompletedAt = &done
+		})
+	case store.StatusProcessing:
+		if e.task.CancelRequestedAt == nil {
+			at := now
+			e.task.CancelRequestedAt = &at
+			e.task.UpdatedAt = now
+		}
+	case store.StatusCanceled:
+		// Already done: report it unchanged.
+	default:
+		return nil, fmt.Errorf("cancel task %s: %w: the task is %s", id, store.ErrIllegalTransition, e.task.Status)
+	}
+	return cloneTask(&e.task), nil
+}
+
+// ReplayTask moves a DEAD, FAILED or CANCELED task back to PENDING; see store.Store.
+func (s *Store) ReplayTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.tasks[id]
+	if e == nil {
+		return nil, fmt.Errorf("replay task %s: %w", id, store.ErrNotFound)
+	}
+	switch e.task.Status {
+	case store.StatusDead, store.StatusFailed, store.StatusCanceled:
+	default:
+		return nil, fmt.Errorf("replay task %s: %w: the task is %s", id, store.ErrIllegalTransition, e.task.Status)
+	}
+	if key := e.task.IdempotencyKey; key != "" {
+		if holder := s.idempotency[key]; holder != nil && holder != e {
+			return nil, fmt.Errorf("replay task %s: %w: task %s now holds idempotency key %q", id, store.ErrConflict, holder.task.ID, key)
+		}
+	}
+	now := s.clock()
+	s.transition(e, store.StatusPending, now, func(t *store.Task) {
+		t.AttemptCount = 0
+		t.ScheduledFor = now
+		t.LastError = ""
+		t.CompletedAt = nil
+		t.CancelRequestedAt = nil
+	})
+	s.notify(map[string]bool{e.task.Queue: true})
+	return cloneTask(&e.task), nil
+}
+
+// ReapExpiredLeases handles PROCESSING tasks whose lease expired; see store.Store.
+func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if p.RetryStatus == "" {
+		p.RetryStatus = store.StatusPending
+	}
+	switch {
+	case p.RetryStatus != store.StatusPending && p.RetryStatus != store.StatusEnqueued:
+		return 0, fmt.Errorf("reap: %w: retry status must be PENDING or ENQUEUED, got %q", store.ErrInvalid, p.RetryStatus)
+	case p.Limit < 1:
+		return 0, fmt.Errorf("reap: %w: limit must be at least 1, got %d", store.ErrInvalid, p.Limit)
+	case p.BackoffBase < 0 || p.BackoffMax < 0:
+		return 0, fmt.Errorf("reap: %w: negative backoff", store.ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	wake := map[string]bool{}
+	n := 0
+	for n < p.Limit {
+		e := s.nextExpired(now)
+		if e == nil {
+			break
+		}
+		n++
+		t := &e.task
+		msg := "lease expired (worker " + t.WorkerID + ")"
+		s.closeAttempt(e, store.OutcomeLeaseExpired, msg, now)
+		to := p.RetryStatus
+		switch {
+		case t.CancelRequestedAt != nil:
+			to = store.StatusCanceled
+		case t.AttemptCount >= t.MaxAttempts:
+			to = store.StatusDead
+		}
+		delay := store.Backoff(t.AttemptCount, p.BackoffBase, p.BackoffMax, s.rnd)
+		s.transition(e, to, now, func(t *store.Task) {
+			t.LastError = msg
+			if to.Terminal() {
+				done := now
+				t.CompletedAt = &done
+			} else {
+				t.ScheduledFor = dbTime(now.Add(delay))
+			}
+		})
+		if to == store.StatusPending && delay == 0 {
+			wake[t.Queue] = true
+		}
+	}
+	s.notify(wake)
+	return n, nil
+}

@@ -1,0 +1,8 @@
+package postgres
+
+// Internals the external tests look at.
+var (
+	ClaimPendingSQL  = sqlClaimPending
+	ClaimEnqueuedSQL = sqlClaimEnqueued
+	Translate        = translate
+)

@@ -1,0 +1,181 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// ClaimTasks moves up to params.Limit due tasks to PROCESSING in one statement.
+func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*store.Task, error) {
+	queue := params.Queue
+	if queue == "" {
+		queue = store.DefaultQueue
+	}
+	limit := params.Limit
+	if limit == 0 && len(params.TaskIDs) > 0 {
+		limit = len(params.TaskIDs)
+	}
+	switch {
+	case params.From != store.StatusPending && params.From != store.StatusEnqueued:
+		return nil, fmt.Errorf("claim tasks: %w: can claim from PENDING or ENQUEUED, not %q", store.ErrInvalid, params.From)
+	case params.WorkerID == "":
+		return nil, fmt.Errorf("claim tasks: %w: worker id is required", store.ErrInvalid)
+	case limit < 1:
+		return nil, fmt.Errorf("claim tasks: %w: limit must be at least 1, got %d", store.ErrInvalid, params.Limit)
+	case params.LeaseDuration <= 0:
+		return nil, fmt.Errorf("claim tasks: %w: lease duration must be positive, got %s", store.ErrInvalid, params.LeaseDuration)
+	}
+
+	var rows pgx.Rows
+	var err error
+	switch {
+	case params.TaskIDs != nil:
+		if len(params.TaskIDs) == 0 {
+			return []*store.Task{}, nil
+		}
+		rows, err = s.pool.Query(ctx, sqlClaimTasksByID, queue, limit, params.WorkerID,
+			params.LeaseDuration, params.TaskIDs, string(params.From))
+	case params.From == store.StatusPending:
+		rows, err = s.pool.Query(ctx, sqlClaimPending, queue, limit, params.WorkerID, params.LeaseDuration)
+	default:
+		rows, err = s.pool.Query(ctx, sqlClaimEnqueued, queue, limit, params.WorkerID, params.LeaseDuration)
+	}
+	tasks, err := collectTasks(rows, err)
+	if err != nil {
+		return nil, translate("claim tasks", err)
+	}
+	return tasks, nil
+}
+
+// Heartbeat extends a lease, fenced by its token.
+func (s *Store) Heartbeat(ctx context.Context, params store.HeartbeatParams) (*store.Task, error) {
+	if params.LeaseDuration <= 0 {
+		return nil, fmt.Errorf("heartbeat: %w: lease duration must be positive, got %s", store.ErrInvalid, params.LeaseDuration)
+	}
+	t, err := scanTask(s.pool.QueryRow(ctx, sqlHeartbeat, params.TaskID, params.LeaseToken, params.LeaseDuration))
+	if err == nil {
+		return t, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, translate("heartbeat", err)
+	}
+	// Nothing extended: either there is no such task or the token is not current.
+	if _, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, params.TaskID)); err != nil {
+		return nil, translate("heartbeat", err)
+	}
+	return nil, fmt.Errorf("heartbeat: task %s: %w", params.TaskID, store.ErrLeaseLost)
+}
+
+// RecordOutcomes writes a batch of outcomes in one statement.
+func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([]store.OutcomeResult, error) {
+	results := make([]store.OutcomeResult, len(outcomes))
+	n := len(outcomes)
+	var (
+		ids      = make([]uuid.UUID, 0, n)
+		tokens   = make([]uuid.UUID, 0, n)
+		kinds    = make([]string, 0, n)
+		errs     = make([]string, 0, n)
+		retryAts = make([]pgtype.Timestamptz, 0, n)
+		statuses = make([]string, 0, n)
+		// sent[k] is the index in outcomes of the k-th outcome sent.
+		sent = make([]int, 0, n)
+	)
+	type lease struct{ task, token uuid.UUID }
+	seen := make(map[lease]bool, n)
+	for i, o := range outcomes {
+		results[i].TaskID = o.TaskID
+		switch o.Kind {
+		case store.Succeed, store.Retry, store.Fail, store.Cancel:
+		default:
+			return nil, fmt.Errorf("record outcomes: %w: unknown outcome kind %q", store.ErrInvalid, o.Kind)
+		}
+		retryStatus := o.RetryStatus
+		switch retryStatus {
+		case "":
+			retryStatus = store.StatusPending
+		case store.StatusPending, store.StatusEnqueued:
+		default:
+			return nil, fmt.Errorf("record outcomes: %w: retry status must be PENDING or ENQUEUED, not %q", store.ErrInvalid, retryStatus)
+		}
+		// The same lease twice in one batch: the first write wins, the second finds the
+		// lease gone, exactly as if it came in a later call.
+		l := lease{o.TaskID, o.LeaseToken}
+		if seen[l] {
+			results[i].Err = leaseLost(o.TaskID)
+			continue
+		}
+		seen[l] = true
+		ids = append(ids, o.TaskID)
+		tokens = append(tokens, o.LeaseToken)
+		kinds = append(kinds, string(o.Kind))
+		errs = append(errs, store.TruncateError(o.Error))
+		retryAts = append(retryAts, pgtype.Timestamptz{Time: o.RetryAt, Valid: !o.RetryAt.IsZero()})
+		statuses = append(statuses, string(retryStatus))
+		sent = append(sent, i)
+	}
+	if len(sent) == 0 {
+		return results, nil
+	}
+
+	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, ids, tokens, kinds, errs, retryAts, statuses)
+	if err != nil {
+		return nil, translate("record outcomes", err)
+	}
+	written := make([]bool, len(sent))
+	var ord int64
+	var status string
+	_, err = pgx.ForEachRow(rows, []any{&ord, &status}, func() error {
+		k := int(ord) - 1
+		if k < 0 || k >= len(sent) {
+			return fmt.Errorf("outcome position %d out of range", ord)
+		}
+		written[k] = true
+		results[sent[k]].Status = store.Status(status)
+		return nil
+	})
+	if err != nil {
+		return nil, translate("record outcomes", err)
+	}
+	for k, i := range sent {
+		if !written[k] {
+			results[i].Err = leaseLost(outcomes[i].TaskID)
+		}
+	}
+	return results, nil
+}
+
+func leaseLost(id uuid.UUID) error {
+	return fmt.Errorf("task %s: %w", id, store.ErrLeaseLost)
+}
+
+// ReapExpiredLeases ends the attempts of PROCESSING tasks whose lease expired.
+func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) (int, error) {
+	retryStatus := params.RetryStatus
+	switch retryStatus {
+	case "":
+		retryStatus = store.StatusPending
+	case store.StatusPending, store.StatusEnqueued:
+	default:
+		return 0, fmt.Errorf("reap expired leases: %w: retry status must be PENDING or ENQUEUED, not %q", store.ErrInvalid, retryStatus)
+	}
+	switch {
+	case params.Limit < 1:
+		return 0, fmt.Errorf("reap expired leases: %w: limit must be at least 1, got %d", store.ErrInvalid, params.Limit)
+	case params.BackoffBase < 0 || params.BackoffMax < 0:
+		return 0, fmt.Errorf("reap expired leases: %w: backoff must not be negative", store.ErrInvalid)
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, sqlReapExpiredLeases, params.Limit, string(retryStatus),
+		params.BackoffBase.Seconds(), params.BackoffMax.Seconds()).Scan(&n)
+	if err != nil {
+		return 0, translate("reap expired leases", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,44 @@
+-- ClaimTasks: moves up to $2 due tasks of queue $1 to PROCESSING and opens an attempt row
+-- for each, in one statement. $3 worker id, $4 lease duration.
+--
+-- {{status}} is replaced by the literal 'PENDING' or 'ENQUEUED' when the package loads:
+-- a literal (not a parameter) is what lets the planner walk the partial index
+-- tasks_claim_pending / tasks_claim_enqueued in claim order.
+--
+-- The update finds the locked rows by ctid, which stays valid while the lock is held: a
+-- TID scan per row whatever the planner thinks of the table's size (a cached plan made
+-- while the table was small could otherwise hash-join against a full scan of it).
+WITH due AS (
+    SELECT ctid AS row
+    FROM rota.tasks
+    WHERE status = {{status}}
+      AND queue = $1
+      AND scheduled_for <= now()
+      AND attempt_count < max_attempts
+    ORDER BY priority DESC, scheduled_for, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE rota.tasks t
+    SET status = 'PROCESSING',
+        worker_id = $3,
+        lease_token = gen_random_uuid(),
+        lease_expires_at = now() + $4::interval,
+        attempt_count = t.attempt_count + 1,
+        processing_started_at = now(),
+        updated_at = now()
+    FROM due
+    WHERE t.ctid = due.row
+    RETURNING t.id, t.queue, t.kind, t.payload, t.status, t.priority, t.scheduled_for,
+              t.attempt_count, t.max_attempts, t.idempotency_key, t.timeout_seconds,
+              t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
+              t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
+              t.created_at, t.updated_at
+), attempts AS (
+    INSERT INTO rota.task_attempts (task_id, attempt, worker_id, lease_token, started_at)
+    SELECT id, attempt_count, worker_id, lease_token, processing_started_at
+    FROM claimed
+)
+SELECT *
+FROM claimed
+ORDER BY priority DESC, scheduled_for, id

@@ -1,0 +1,50 @@
+-- ClaimTasks restricted to the ids $5 (the SQS worker claims the id a message named):
+-- the same writes as claim_tasks.sql. $1 queue, $2 limit, $3 worker id, $4 lease
+-- duration, $6 the status to claim from.
+--
+-- Each id is looked up (primary key) and locked on its own in a LATERAL subquery, and
+-- the claim conditions are checked on the locked, latest version of the row. The lock
+-- waits rather than skips: a row locked here is one another transaction is changing
+-- right now, typically the enqueuer that sent this very id and has not yet committed
+-- ENQUEUED. Waiting lets the claim see that commit instead of reporting "nothing to
+-- claim" for a task that is about to be claimable. Every locker holds such a row for one
+-- short statement or transaction, never across a handler run.
+WITH due AS (
+    SELECT t.row
+    FROM unnest($5::uuid[]) AS want (id)
+    CROSS JOIN LATERAL (
+        SELECT ctid AS row, id, status, queue, priority, scheduled_for, attempt_count, max_attempts
+        FROM rota.tasks
+        WHERE id = want.id
+        FOR UPDATE
+    ) AS t
+    WHERE t.status = $6::text
+      AND t.queue = $1
+      AND t.scheduled_for <= now()
+      AND t.attempt_count < t.max_attempts
+    ORDER BY t.priority DESC, t.scheduled_for, t.id
+    LIMIT $2
+), claimed AS (
+    UPDATE rota.tasks t
+    SET status = 'PROCESSING',
+        worker_id = $3,
+        lease_token = gen_random_uuid(),
+        lease_expires_at = now() + $4::interval,
+        attempt_count = t.attempt_count + 1,
+        processing_started_at = now(),
+        updated_at = now()
+    FROM due
+    WHERE t.ctid = due.row
+    RETURNING t.id, t.queue, t.kind, t.payload, t.status, t.priority, t.scheduled_for,
+              t.attempt_count, t.max_attempts, t.idempotency_key, t.timeout_seconds,
+              t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
+              t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
+              t.created_at, t.updated_at
+), attempts AS (
+    INSERT INTO rota.task_attempts (task_id, attempt, worker_id, lease_token, started_at)
+    SELECT id, attempt_count, worker_id, lease_token, processing_started_at
+    FROM claimed
+)
+SELECT *
+FROM claimed
+ORDER BY priority DESC, scheduled_for, id

@@ -1,0 +1,38 @@
+-- CreateTasks: inserts a batch in one statement. A task whose idempotency key names a
+-- live (or succeeded) task is not inserted; that task is returned instead.
+--
+-- $1..$9 hold one element per task: id, queue, kind, payload, priority, scheduled_for
+-- (NULL = now), max_attempts, idempotency_key ('' = none), timeout_seconds. The caller
+-- removes repeated keys (one statement may not touch a row twice) and sorts the keyed
+-- tasks by key (concurrent batches then lock existing rows in the same order).
+--
+-- Why DO UPDATE and not DO NOTHING: the no-op update locks the conflicting row and
+-- returns its latest committed version, even one committed by a concurrent create after
+-- this statement took its snapshot, which a separate SELECT could not see. And if that
+-- row leaves the unique index meanwhile (it became DEAD, FAILED or CANCELED), PostgreSQL
+-- retries the insert itself. One statement, so no transaction is needed.
+--
+-- "inserted" tells a new row from an existing one: a row this statement inserted has no
+-- xmax, while the conflict path updates (and so marks) the existing row. River's bulk
+-- insert relies on the same property.
+WITH input AS (
+    SELECT *
+    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::int[],
+                $6::timestamptz[], $7::int[], $8::text[], $9::int[])
+        AS u (id, queue, kind, payload, priority, scheduled_for, max_attempts,
+              idempotency_key, timeout_seconds)
+)
+INSERT INTO rota.tasks AS t (id, queue, kind, payload, priority, scheduled_for,
+                             max_attempts, idempotency_key, timeout_seconds)
+SELECT id, queue, kind, payload, priority, coalesce(scheduled_for, now()),
+       max_attempts, nullif(idempotency_key, ''), timeout_seconds
+FROM input
+ON CONFLICT (idempotency_key)
+    WHERE idempotency_key IS NOT NULL AND status NOT IN ('DEAD', 'FAILED', 'CANCELED')
+    DO UPDATE SET idempotency_key = excluded.idempotency_key
+RETURNING t.xmax = 0 AS inserted,
+          t.id, t.queue, t.kind, t.payload, t.status, t.priority, t.scheduled_for,
+          t.attempt_count, t.max_attempts, t.idempotency_key, t.timeout_seconds,
+          t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
+          t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
+          t.created_at, t.updated_at

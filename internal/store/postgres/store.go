@@ -1,0 +1,172 @@
+// Package postgres is the production task store: PostgreSQL through pgx.
+//
+// Every method is one SQL statement (one round trip) on its common path; the statements
+// live in queries/*.sql. The database enforces the task state machine itself (see
+// migrations/0001_tasks.up.sql), so the adapter's job is to phrase each operation as a
+// conditional write and translate the outcome into the store package's sentinel errors.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/google/uuid"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Store implements store.Store on a pgx pool.
+type Store struct {
+	pool *pgxpool.Pool
+
+	// Listeners started by WaitForTasks run until their own context ends or Close.
+	listenCtx  context.Context
+	stopListen context.CancelFunc
+	listeners  sync.WaitGroup
+	mu         sync.Mutex
+	closed     bool
+}
+
+// New returns a store on pool. The caller owns the pool: Close does not close it.
+func New(pool *pgxpool.Pool) *Store {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Store{pool: pool, listenCtx: ctx, stopListen: cancel}
+}
+
+// Close stops the listeners started by WaitForTasks (closing their channels) and waits
+// for them. It does not close the pool.
+func (s *Store) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stopListen()
+	s.listeners.Wait()
+}
+
+// querier is what both a pool and a transaction offer; every statement runs on one, so
+// that CreateTasks and CreateTasksTx share their code.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+var (
+	_ querier = (*pgxpool.Pool)(nil)
+	_ querier = (pgx.Tx)(nil)
+)
+
+// The constraint name the state-machine trigger reports illegal transitions under.
+const transitionConstraint = "tasks_status_transition"
+
+// translate maps database errors to the store's sentinel errors and adds op as context:
+// no row -> ErrNotFound, a state-machine violation -> ErrIllegalTransition, a unique
+// violation -> ErrConflict. Other errors (connection trouble, timeouts) are wrapped as
+// they are, so that callers can still tell a transient failure.
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "23514" && pgErr.ConstraintName == transitionConstraint:
+			return fmt.Errorf("%s: %w: %s", op, store.ErrIllegalTransition, pgErr.Message)
+		case pgErr.Code == "23505":
+			return fmt.Errorf("%s: %w: %s (%s)", op, store.ErrConflict, pgErr.Message, pgErr.ConstraintName)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// taskScan holds the scan targets of one task row: the columns every task query returns,
+// in this order (see queries/get_task.sql).
+type taskScan struct {
+	task           store.Task
+	id             pgtype.UUID
+	idempotencyKey pgtype.Text
+	workerID       pgtype.Text
+	leaseToken     pgtype.UUID
+	leaseExpiresAt pgtype.Timestamptz
+	cancelReqAt    pgtype.Timestamptz
+	enqueuedAt     pgtype.Timestamptz
+	startedAt      pgtype.Timestamptz
+	completedAt    pgtype.Timestamptz
+	lastError      pgtype.Text
+	status         string
+}
+
+func (s *taskScan) dest() []any {
+	t := &s.task
+	return []any{&s.id, &t.Queue, &t.Kind, &t.Payload, &s.status, &t.Priority, &t.ScheduledFor,
+		&t.AttemptCount, &t.MaxAttempts, &s.idempotencyKey, &t.TimeoutSeconds, &s.workerID,
+		&s.leaseToken, &s.leaseExpiresAt, &s.cancelReqAt, &s.enqueuedAt, &s.startedAt,
+		&s.completedAt, &s.lastError, &t.CreatedAt, &t.UpdatedAt}
+}
+
+func (s *taskScan) result() *store.Task {
+	t := s.task
+	t.ID = uuid.UUID(s.id.Bytes)
+	t.Status = store.Status(s.status)
+	t.IdempotencyKey = s.idempotencyKey.String
+	t.WorkerID = s.workerID.String
+	if s.leaseToken.Valid {
+		t.LeaseToken = uuid.UUID(s.leaseToken.Bytes)
+	}
+	t.LeaseExpiresAt = timePtr(s.leaseExpiresAt)
+	t.CancelRequestedAt = timePtr(s.cancelReqAt)
+	t.EnqueuedAt = timePtr(s.enqueuedAt)
+	t.ProcessingStartedAt = timePtr(s.startedAt)
+	t.CompletedAt = timePtr(s.completedAt)
+	t.LastError = s.lastError.String
+	t.ScheduledFor = t.ScheduledFor.UTC()
+	t.CreatedAt = t.CreatedAt.UTC()
+	t.UpdatedAt = t.UpdatedAt.UTC()
+	return &t
+}
+
+// scanTask reads one task row; pre are scan targets for columns before the task's.
+func scanTask(row pgx.Row, pre ...any) (*store.Task, error) {
+	var s taskScan
+	if err := row.Scan(append(pre, s.dest()...)...); err != nil {
+		return nil, err
+	}
+	return s.result(), nil
+}
+
+// collectTasks reads every row of a task query.
+func collectTasks(rows pgx.Rows, err error) ([]*store.Task, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Task, error) {
+		return scanTask(row)
+	})
+}
+
+func timePtr(ts pgtype.Timestamptz) *time.Time {
+	if !ts.Valid {
+		return nil
+	}
+	t := ts.Time.UTC()
+	return &t
+}
+
+// nullUUID is id as a query argument, NULL for uuid.Nil.
+func nullUUID(id uuid.UUID) pgtype.UUID {
+	return pgtype.UUID{Bytes: id, Valid: id != uuid.Nil}
+}

@@ -1,0 +1,219 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// CreateTasks inserts tasks, all or nothing, in one statement (atomic by itself).
+func (s *Store) CreateTasks(ctx context.Context, params []store.CreateParams) ([]store.CreateResult, error) {
+	return createTasks(ctx, s.pool, params)
+}
+
+// CreateTasksTx is CreateTasks inside the caller's transaction: the tasks exist only if
+// the caller commits (the transactional outbox pattern). An error leaves tx aborted, as
+// any failed statement does.
+func (s *Store) CreateTasksTx(ctx context.Context, tx pgx.Tx, params []store.CreateParams) ([]store.CreateResult, error) {
+	return createTasks(ctx, tx, params)
+}
+
+func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([]store.CreateResult, error) {
+	ps := slices.Clone(params)
+	for i := range ps {
+		if err := ps[i].Normalize(); err != nil {
+			if len(ps) > 1 {
+				return nil, fmt.Errorf("create tasks: task %d: %w", i, err)
+			}
+			return nil, fmt.Errorf("create tasks: %w", err)
+		}
+	}
+	results := make([]store.CreateResult, len(ps))
+	if len(ps) == 0 {
+		return results, nil
+	}
+
+	// One row per distinct key (a repeated key resolves to its first task, below), keyed
+	// tasks sorted by key so that concurrent batches lock existing tasks in one order.
+	send := make([]int, 0, len(ps))
+	firstWithKey := map[string]int{}
+	for i, p := range ps {
+		if p.IdempotencyKey != "" {
+			if _, dup := firstWithKey[p.IdempotencyKey]; dup {
+				continue
+			}
+			firstWithKey[p.IdempotencyKey] = i
+		}
+		send = append(send, i)
+	}
+	if len(firstWithKey) > 1 {
+		slices.SortStableFunc(send, func(a, b int) int { return cmp.Compare(ps[a].IdempotencyKey, ps[b].IdempotencyKey) })
+	}
+
+	n := len(send)
+	var (
+		ids       = make([]uuid.UUID, n)
+		queues    = make([]string, n)
+		kinds     = make([]string, n)
+		payloads  = make([]json.RawMessage, n)
+		prios     = make([]int32, n)
+		schedules = make([]pgtype.Timestamptz, n)
+		maxes     = make([]int32, n)
+		keys      = make([]string, n)
+		timeouts  = make([]int32, n)
+		byID      = make(map[uuid.UUID]int, n)
+	)
+	for k, i := range send {
+		p := &ps[i]
+		ids[k], queues[k], kinds[k], payloads[k] = p.ID, p.Queue, p.Kind, p.Payload
+		prios[k], maxes[k], timeouts[k] = int32(p.Priority), int32(p.MaxAttempts), int32(p.TimeoutSeconds)
+		schedules[k] = pgtype.Timestamptz{Time: p.ScheduledFor, Valid: !p.ScheduledFor.IsZero()}
+		keys[k] = p.IdempotencyKey
+		byID[p.ID] = i
+	}
+	rows, err := q.Query(ctx, sqlCreateTasks, ids, queues, kinds, payloads, prios,
+		schedules, maxes, keys, timeouts)
+	if err != nil {
+		return nil, translate("create tasks", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var inserted bool
+		task, err := scanTask(rows, &inserted)
+		if err != nil {
+			return nil, translate("create tasks", err)
+		}
+		// A new task is found by its id, an existing one by the key that named it.
+		i, ok := byID[task.ID]
+		if !inserted {
+			i, ok = firstWithKey[task.IdempotencyKey]
+		}
+		if ok {
+			results[i] = store.CreateResult{Task: task, Existing: !inserted}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("create tasks", err)
+	}
+	for i, p := range ps {
+		if results[i].Task != nil {
+			continue
+		}
+		first, ok := firstWithKey[p.IdempotencyKey]
+		if !ok || results[first].Task == nil {
+			return nil, fmt.Errorf("create tasks: no row returned for task %s", p.ID)
+		}
+		task := *results[first].Task
+		results[i] = store.CreateResult{Task: &task, Existing: true}
+	}
+	return results, nil
+}
+
+// GetTask returns one task, ErrNotFound when there is none.
+func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
+	t, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id))
+	if err != nil {
+		return nil, translate("get task", err)
+	}
+	return t, nil
+}
+
+// maxRaceRetries bounds the loops of CancelTask and ReplayTask, which run their write
+// again when the task changed status between the write and the look-up explaining why
+// it wrote nothing.
+const maxRaceRetries = 5
+
+// ListTasks pages through tasks, newest first.
+func (s *Store) ListTasks(ctx context.Context, params store.ListParams) ([]*store.Task, string, error) {
+	limit, err := store.NormalizeLimit(params.Limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("list tasks: %w", err)
+	}
+	var statuses []string
+	for _, st := range params.Statuses {
+		if !st.Valid() {
+			return nil, "", fmt.Errorf("list tasks: %w: unknown status %q", store.ErrInvalid, st)
+		}
+		statuses = append(statuses, string(st))
+	}
+	var after pgtype.UUID
+	if params.Cursor != "" {
+		id, err := store.DecodeTaskCursor(params.Cursor)
+		if err != nil {
+			return nil, "", fmt.Errorf("list tasks: %w", err)
+		}
+		after = nullUUID(id)
+	}
+	// An unnamed statement is planned for the filters at hand (a cached generic plan could
+	// not pick the status index for one call and the id index for the next).
+	tasks, err := collectTasks(s.pool.Query(ctx, sqlListTasks, pgx.QueryExecModeCacheDescribe,
+		statuses, params.Queue, params.Kind, after, limit+1))
+	if err != nil {
+		return nil, "", translate("list tasks", err)
+	}
+	var next string
+	if len(tasks) > limit {
+		tasks = tasks[:limit]
+		next = store.EncodeTaskCursor(tasks[limit-1].ID)
+	}
+	return tasks, next, nil
+}
+
+// CancelTask cancels a PENDING or ENQUEUED task at once and asks the owner of a
+// PROCESSING one to stop. An already CANCELED task is returned unchanged.
+func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
+	for range maxRaceRetries {
+		t, err := scanTask(s.pool.QueryRow(ctx, sqlCancelTask, id))
+		if err == nil {
+			return t, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, translate("cancel task", err)
+		}
+		// Nothing to cancel: say why.
+		cur, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id))
+		if err != nil {
+			return nil, translate("cancel task", err)
+		}
+		switch cur.Status {
+		case store.StatusCanceled:
+			return cur, nil
+		case store.StatusSucceeded, store.StatusFailed, store.StatusDead:
+			return nil, fmt.Errorf("cancel task: %w: task %s is %s", store.ErrIllegalTransition, id, cur.Status)
+		}
+		// Replayed between the two statements: cancel what it is now.
+	}
+	return nil, fmt.Errorf("cancel task: task %s keeps changing status; try again", id)
+}
+
+// ReplayTask moves a DEAD, FAILED or CANCELED task back to PENDING.
+func (s *Store) ReplayTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
+	for range maxRaceRetries {
+		t, err := scanTask(s.pool.QueryRow(ctx, sqlReplayTask, id))
+		if err == nil {
+			return t, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, translate("replay task", err)
+		}
+		// Nothing to replay: say why.
+		cur, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id))
+		if err != nil {
+			return nil, translate("replay task", err)
+		}
+		if !cur.Status.Terminal() || cur.Status == store.StatusSucceeded {
+			return nil, fmt.Errorf("replay task: %w: task %s is %s", store.ErrIllegalTransition, id, cur.Status)
+		}
+		// It became replayable between the two statements: replay it now.
+	}
+	return nil, fmt.Errorf("replay task: task %s keeps changing status; try again", id)
+}

@@ -1,0 +1,284 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+func TestCreateTasksDefaultsAndGet(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	before := dbNow(t, pool)
+	at := before.Add(time.Hour).Truncate(time.Microsecond)
+	res, err := st.CreateTasks(ctx, []store.CreateParams{
+		{Kind: "noop"},
+		{Kind: "email", Queue: "mail", Payload: json.RawMessage(`{"to": "a@b.c"}`), Priority: 7,
+			ScheduledFor: at, MaxAttempts: 3, IdempotencyKey: "k1", TimeoutSeconds: 9},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].Existing || res[1].Existing {
+		t.Fatalf("results = %+v", res)
+	}
+	a, b := res[0].Task, res[1].Task
+	if a.Queue != store.DefaultQueue || string(a.Payload) != `{}` || a.MaxAttempts != store.DefaultMaxAttempts ||
+		a.Status != store.StatusPending || a.AttemptCount != 0 || a.IdempotencyKey != "" || a.WorkerID != "" ||
+		a.LeaseToken != uuid.Nil || a.LeaseExpiresAt != nil || a.CompletedAt != nil {
+		t.Errorf("defaults: %+v", a)
+	}
+	if a.ScheduledFor.Before(before) || a.CreatedAt.Before(before) || a.ID.Version() != 7 {
+		t.Errorf("scheduled_for %v / created_at %v before %v, or id %s not v7", a.ScheduledFor, a.CreatedAt, before, a.ID)
+	}
+	if b.Queue != "mail" || b.Kind != "email" || b.Priority != 7 || !b.ScheduledFor.Equal(at) || b.MaxAttempts != 3 ||
+		b.IdempotencyKey != "k1" || b.TimeoutSeconds != 9 {
+		t.Errorf("explicit fields: %+v", b)
+	}
+	var payload map[string]string
+	if err := json.Unmarshal(b.Payload, &payload); err != nil || payload["to"] != "a@b.c" {
+		t.Errorf("payload %s", b.Payload)
+	}
+	got := mustGet(t, st, b.ID)
+	if got.ID != b.ID || !got.ScheduledFor.Equal(b.ScheduledFor) || got.IdempotencyKey != "k1" || got.ScheduledFor.Location() != time.UTC {
+		t.Errorf("GetTask = %+v, want %+v", got, b)
+	}
+
+	explicit := store.NewID()
+	if tasks := mustCreate(t, st, store.CreateParams{ID: explicit, Kind: "noop"}); tasks[0].ID != explicit {
+		t.Errorf("explicit id %s became %s", explicit, tasks[0].ID)
+	}
+	if _, err := st.GetTask(ctx, store.NewID()); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetTask(unknown) = %v, want ErrNotFound", err)
+	}
+	if res, err := st.CreateTasks(ctx, nil); err != nil || len(res) != 0 {
+		t.Errorf("CreateTasks(nil) = %v, %v", res, err)
+	}
+}
+
+func countTasks(t *testing.T, st interface {
+	ListTasks(context.Context, store.ListParams) ([]*store.Task, string, error)
+}) int {
+	t.Helper()
+	tasks, _, err := st.ListTasks(context.Background(), store.ListParams{Limit: store.MaxListLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(tasks)
+}
+
+func TestCreateTasksAllOrNothing(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	existing := mustCreate(t, st, store.CreateParams{Kind: "noop"})[0]
+
+	// Invalid params: nothing written, ErrInvalid naming the task.
+	_, err := st.CreateTasks(ctx, []store.CreateParams{{Kind: "ok"}, {Kind: "bad kind!"}})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "task 1") {
+		t.Errorf("invalid batch: %v, want ErrInvalid about task 1", err)
+	}
+	for _, p := range []store.CreateParams{
+		{Kind: "x", Payload: json.RawMessage(`{not json`)},
+		{Kind: "x", MaxAttempts: -1},
+		{Kind: "x", Priority: store.MaxPriority + 1},
+		{Kind: "x", Queue: "white space"},
+	} {
+		if _, err := st.CreateTasks(ctx, []store.CreateParams{p}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("CreateTasks(%+v) = %v, want ErrInvalid", p, err)
+		}
+	}
+	// A database error half way (an id that exists) rolls the whole batch back.
+	_, err = st.CreateTasks(ctx, []store.CreateParams{{Kind: "a"}, {ID: existing.ID, Kind: "b"}, {Kind: "c"}})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Errorf("batch with a taken id: %v, want ErrConflict", err)
+	}
+	// Also with idempotency keys in the batch.
+	_, err = st.CreateTasks(ctx, []store.CreateParams{{Kind: "a", IdempotencyKey: "x"}, {Kind: "a", IdempotencyKey: "y"}, {ID: existing.ID, Kind: "b"}})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Errorf("keyed batch with a taken id: %v, want ErrConflict", err)
+	}
+	if n := countTasks(t, st); n != 1 {
+		t.Errorf("%d tasks after failed creates, want 1", n)
+	}
+}
+
+func TestCreateTasksIdempotency(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+
+	first := mustCreate(t, st, store.CreateParams{Kind: "noop", IdempotencyKey: "k"})[0]
+	res, err := st.CreateTasks(ctx, []store.CreateParams{
+		{Kind: "other", IdempotencyKey: "k"}, // names the live task
+		{Kind: "noop", IdempotencyKey: "n"},  // new
+		{Kind: "noop"},                       // new, no key
+		{Kind: "dup", IdempotencyKey: "n"},   // repeats a key of this batch: resolves to the first
+		{Kind: "noop", IdempotencyKey: "k"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res[0].Existing || res[0].Task.ID != first.ID || res[0].Task.Kind != "noop" {
+		t.Errorf("res[0] = %+v, want the existing task %s", res[0], first.ID)
+	}
+	if res[1].Existing || res[1].Task.IdempotencyKey != "n" || res[2].Existing {
+		t.Errorf("res[1], res[2] = %+v, %+v: want new tasks", res[1], res[2])
+	}
+	if !res[3].Existing || res[3].Task.ID != res[1].Task.ID || res[3].Task == res[1].Task {
+		t.Errorf("res[3] = %+v, want a copy of res[1] (%s) marked existing", res[3], res[1].Task.ID)
+	}
+	if !res[4].Existing || res[4].Task.ID != first.ID {
+		t.Errorf("res[4] = %+v, want the existing task", res[4])
+	}
+	if n := countTasks(t, st); n != 3 {
+		t.Errorf("%d tasks, want 3", n)
+	}
+	// The idempotent hit changed nothing visible.
+	if got := mustGet(t, st, first.ID); !got.UpdatedAt.Equal(first.UpdatedAt) || got.Status != store.StatusPending {
+		t.Errorf("existing task changed: %+v -> %+v", first, got)
+	}
+
+	// A succeeded task still holds its key; a canceled one releases it.
+	claimed := mustClaim(t, st, store.ClaimParams{TaskIDs: []uuid.UUID{first.ID}})[0]
+	if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: claimed.ID, LeaseToken: claimed.LeaseToken, Kind: store.Succeed}}); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustCreateResult(t, st, store.CreateParams{Kind: "noop", IdempotencyKey: "k"}); !r.Existing || r.Task.ID != first.ID {
+		t.Errorf("key of a SUCCEEDED task: %+v, want the existing task", r)
+	}
+	if _, err := st.CancelTask(ctx, res[1].Task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := mustCreateResult(t, st, store.CreateParams{Kind: "noop", IdempotencyKey: "n"}); r.Existing || r.Task.ID == res[1].Task.ID {
+		t.Errorf("key of a CANCELED task: %+v, want a new task", r)
+	}
+	// An explicit id repeated with its key is a retry of the same create.
+	id := store.NewID()
+	mustCreate(t, st, store.CreateParams{ID: id, Kind: "noop", IdempotencyKey: "retry"})
+	if r := mustCreateResult(t, st, store.CreateParams{ID: id, Kind: "noop", IdempotencyKey: "retry"}); !r.Existing || r.Task.ID != id {
+		t.Errorf("retried create: %+v, want existing %s", r, id)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rota.tasks WHERE idempotency_key = 'retry'`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d tasks with key retry (%v), want 1", n, err)
+	}
+}
+
+func mustCreateResult(t *testing.T, st store.Store, p store.CreateParams) store.CreateResult {
+	t.Helper()
+	res, err := st.CreateTasks(context.Background(), []store.CreateParams{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res[0]
+}
+
+// TestCreateTasksIdempotencyRace: many creators race on the same keys (in batches that
+// name them in different orders); exactly one task per key exists and everyone gets it.
+func TestCreateTasksIdempotencyRace(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	const workers, keys = 12, 8
+	ids := make([][keys]uuid.UUID, workers)
+	fresh := make([]int, workers)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			params := make([]store.CreateParams, keys)
+			for k := range keys {
+				key := (k + w) % keys // each worker starts at another key
+				params[k] = store.CreateParams{Kind: "noop", IdempotencyKey: fmt.Sprintf("key-%d", key)}
+			}
+			res, err := st.CreateTasks(ctx, params)
+			if err != nil {
+				errs <- err
+				return
+			}
+			for k, r := range res {
+				ids[w][(k+w)%keys] = r.Task.ID
+				if !r.Existing {
+					fresh[w]++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	total := 0
+	for w := range workers {
+		total += fresh[w]
+		if ids[w] != ids[0] {
+			t.Errorf("worker %d got %v, worker 0 got %v", w, ids[w], ids[0])
+		}
+	}
+	if total != keys {
+		t.Errorf("%d creates reported a new task, want %d", total, keys)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rota.tasks`).Scan(&n); err != nil || n != keys {
+		t.Errorf("%d tasks (%v), want %d", n, err, keys)
+	}
+}
+
+func TestCreateTasksTx(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.CreateTasksTx(ctx, tx, []store.CreateParams{{Kind: "noop", IdempotencyKey: "tx"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rolledBack := res[0].Task.ID
+	// Inside the transaction the key is taken already.
+	again, err := st.CreateTasksTx(ctx, tx, []store.CreateParams{{Kind: "noop", IdempotencyKey: "tx"}})
+	if err != nil || !again[0].Existing || again[0].Task.ID != rolledBack {
+		t.Errorf("second create in the tx: %+v, %v; want existing %s", again, err, rolledBack)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetTask(ctx, rolledBack); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("task of a rolled-back tx: %v, want ErrNotFound", err)
+	}
+
+	var committed uuid.UUID
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TABLE rota_test_orders (id int)`); err != nil {
+			return err
+		}
+		res, err := st.CreateTasksTx(ctx, tx, []store.CreateParams{{Kind: "noop", IdempotencyKey: "tx"}})
+		if err != nil {
+			return err
+		}
+		committed = res[0].Task.ID
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, st, committed); got.IdempotencyKey != "tx" || committed == rolledBack {
+		t.Errorf("committed task %+v", got)
+	}
+}
