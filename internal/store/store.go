@@ -220,6 +220,24 @@ type ReapParams struct {
 	RetryStatus Status // StatusPending (default) or StatusEnqueued
 }
 
+// ReplayParams selects DEAD and FAILED tasks for a bulk replay. Empty filters match all.
+type ReplayParams struct {
+	TaskIDs []uuid.UUID
+	Queue   string
+	Kind    string
+	Reason  Status // "" = DEAD and FAILED
+	Limit   int    // 1 to MaxListLimit
+}
+
+// RetentionParams says which finished tasks DeleteFinishedTasks removes: SUCCEEDED and
+// CANCELED tasks completed before SucceededBefore, DEAD and FAILED tasks (with their dead
+// letters and attempts) completed before FailedBefore. A zero time keeps that class.
+type RetentionParams struct {
+	SucceededBefore time.Time
+	FailedBefore    time.Time
+	Limit           int // at most this many per call; >= 1
+}
+
 // DeadLetterParams filters and pages ListDeadLetters (newest first).
 type DeadLetterParams struct {
 	Queue  string
@@ -259,8 +277,8 @@ type Store interface {
 	RecordOutcomes(ctx context.Context, outcomes []Outcome) ([]OutcomeResult, error)
 
 	// CancelTask cancels a PENDING or ENQUEUED task at once; for a PROCESSING task it
-	// sets CancelRequestedAt and the owning worker finishes the cancel. ErrIllegalTransition
-	// for terminal tasks.
+	// sets CancelRequestedAt and the owning worker finishes the cancel. An already CANCELED
+	// task is returned unchanged; ErrIllegalTransition for other terminal tasks.
 	CancelTask(ctx context.Context, id uuid.UUID) (*Task, error)
 	// ReplayTask moves a DEAD, FAILED or CANCELED task back to PENDING with a fresh
 	// attempt budget (attempt_count = 0), due now, and records a REPLAYED event.
@@ -268,6 +286,13 @@ type Store interface {
 	ReplayTask(ctx context.Context, id uuid.UUID) (*Task, error)
 	// ReapExpiredLeases handles PROCESSING tasks whose lease expired; returns how many.
 	ReapExpiredLeases(ctx context.Context, params ReapParams) (int, error)
+
+	// ReplayTasks replays up to Limit matching DEAD or FAILED tasks at once, oldest first,
+	// exactly as ReplayTask does for one, and returns them. A task whose idempotency key a
+	// live task now holds is skipped (it cannot be replayed without breaking the key).
+	ReplayTasks(ctx context.Context, params ReplayParams) ([]*Task, error)
+	// DeleteFinishedTasks removes finished tasks past their retention; returns how many.
+	DeleteFinishedTasks(ctx context.Context, params RetentionParams) (int, error)
 
 	ListAttempts(ctx context.Context, taskID uuid.UUID) ([]Attempt, error)
 	ListDeadLetters(ctx context.Context, params DeadLetterParams) (events []DeadLetter, nextCursor string, err error)
@@ -277,6 +302,9 @@ type Store interface {
 	// inserted into it (best-effort wake-ups; workers poll as a fallback). The channel is
 	// closed when ctx ends.
 	WaitForTasks(ctx context.Context) (<-chan string, error)
+
+	// Ping reports whether the store can serve requests (readiness).
+	Ping(ctx context.Context) error
 
 	Close()
 }

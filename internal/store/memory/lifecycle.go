@@ -287,7 +287,13 @@ func (s *Store) ReplayTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 			return nil, fmt.Errorf("replay task %s: %w: task %s now holds idempotency key %q", id, store.ErrConflict, holder.task.ID, key)
 		}
 	}
-	now := s.clock()
+	s.replay(e, s.clock())
+	return cloneTask(&e.task), nil
+}
+
+// replay moves a DEAD, FAILED or CANCELED task back to PENDING; the caller has checked
+// that its idempotency key is free.
+func (s *Store) replay(e *entry, now time.Time) {
 	s.transition(e, store.StatusPending, now, func(t *store.Task) {
 		t.AttemptCount = 0
 		t.ScheduledFor = now
@@ -296,7 +302,6 @@ func (s *Store) ReplayTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 		t.CancelRequestedAt = nil
 	})
 	s.notify(map[string]bool{e.task.Queue: true})
-	return cloneTask(&e.task), nil
 }
 
 // ReapExpiredLeases handles PROCESSING tasks whose lease expired; see store.Store.

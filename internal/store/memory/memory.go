@@ -447,6 +447,9 @@ func (s *Store) ListDeadLetters(ctx context.Context, p store.DeadLetterParams) (
 	var out []store.DeadLetter
 	for i := start; i >= 0; i-- {
 		d := s.deadLetters[i]
+		if d == nil { // deleted with its task
+			continue
+		}
 		if (p.Queue != "" && d.Queue != p.Queue) || (p.Kind != "" && d.Kind != p.Kind) || (p.Reason != "" && d.Reason != p.Reason) {
 			continue
 		}

@@ -1,0 +1,102 @@
+// Package maintenance holds the background loops that keep the task table healthy without
+// a leader: the lease reaper and the retention clean-up. Each is safe to run in every
+// process at once because the store arbitrates with SKIP LOCKED and conditional updates.
+package maintenance
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// reapBatch is the most expired leases one ReapExpiredLeases call handles; the reaper
+// calls again at once while batches come back full.
+const reapBatch = 1000
+
+// ReaperConfig configures a Reaper.
+type ReaperConfig struct {
+	Store store.Store // required
+	// Interval between passes. Required (> 0).
+	Interval time.Duration
+	// BackoffBase and BackoffMax bound the full-jitter delay before a reaped task runs
+	// again. Required (> 0).
+	BackoffBase, BackoffMax time.Duration
+	// RetryStatus is where reaped tasks with attempts left go: PENDING (poll mode) or
+	// ENQUEUED (SQS mode). Default PENDING.
+	RetryStatus store.Status
+	// OnReap, when set, is called after a pass that reaped n > 0 tasks (a worker uses it
+	// to wake its fetchers: reaped tasks may be due now, and no insert announces them).
+	OnReap func(n int)
+	Logger *slog.Logger // default slog.Default()
+}
+
+// Reaper returns tasks whose lease expired (their worker died or froze) to the queue, or
+// makes them DEAD or CANCELED, every Interval.
+type Reaper struct {
+	cfg ReaperConfig
+}
+
+func NewReaper(cfg ReaperConfig) *Reaper {
+	if cfg.RetryStatus == "" {
+		cfg.RetryStatus = store.StatusPending
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Reaper{cfg: cfg}
+}
+
+// Run reaps until ctx ends.
+func (r *Reaper) Run(ctx context.Context) {
+	// The first pass comes soon after start (a restart after a crash recovers quickly),
+	// jittered so a fleet restarting together does not reap in lockstep.
+	t := time.NewTimer(jitter(r.cfg.Interval) / 10)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.Pass(ctx)
+			t.Reset(jitter(r.cfg.Interval))
+		}
+	}
+}
+
+// Pass reaps every currently expired lease and returns how many it reaped.
+func (r *Reaper) Pass(ctx context.Context) int {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := r.cfg.Store.ReapExpiredLeases(ctx, store.ReapParams{
+			Limit:       reapBatch,
+			BackoffBase: r.cfg.BackoffBase,
+			BackoffMax:  r.cfg.BackoffMax,
+			RetryStatus: r.cfg.RetryStatus,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				r.cfg.Logger.Warn("reap expired leases failed", "error", err)
+			}
+			break
+		}
+		total += n
+		if n < reapBatch {
+			break
+		}
+	}
+	if total > 0 {
+		r.cfg.Logger.Info("reaped expired leases", "count", total)
+		if r.cfg.OnReap != nil {
+			r.cfg.OnReap(total)
+		}
+	}
+	return total
+}
+
+// jitter spreads d by ±10%, so many processes on one database drift apart.
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+}

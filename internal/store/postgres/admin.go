@@ -1,0 +1,61 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+var (
+	sqlReplayTasks         = query("replay_tasks.sql")
+	sqlDeleteFinishedTasks = query("delete_finished_tasks.sql")
+)
+
+// ReplayTasks replays matching DEAD and FAILED tasks in one statement.
+func (s *Store) ReplayTasks(ctx context.Context, params store.ReplayParams) ([]*store.Task, error) {
+	if params.Limit < 1 || params.Limit > store.MaxListLimit {
+		return nil, fmt.Errorf("replay tasks: %w: limit must be between 1 and %d, got %d", store.ErrInvalid, store.MaxListLimit, params.Limit)
+	}
+	if params.Reason != "" && params.Reason != store.StatusDead && params.Reason != store.StatusFailed {
+		return nil, fmt.Errorf("replay tasks: %w: reason must be DEAD or FAILED, got %q", store.ErrInvalid, params.Reason)
+	}
+	var ids []uuid.UUID
+	if len(params.TaskIDs) > 0 {
+		ids = params.TaskIDs
+	}
+	tasks, err := collectTasks(s.pool.Query(ctx, sqlReplayTasks, ids, params.Queue, params.Kind, string(params.Reason), params.Limit))
+	if err != nil {
+		return nil, translate("replay tasks", err)
+	}
+	return tasks, nil
+}
+
+// DeleteFinishedTasks deletes one batch of finished tasks past retention.
+func (s *Store) DeleteFinishedTasks(ctx context.Context, params store.RetentionParams) (int, error) {
+	if params.Limit < 1 {
+		return 0, fmt.Errorf("delete finished tasks: %w: limit must be at least 1", store.ErrInvalid)
+	}
+	tag, err := s.pool.Exec(ctx, sqlDeleteFinishedTasks, cutoff(params.SucceededBefore), cutoff(params.FailedBefore), params.Limit)
+	if err != nil {
+		return 0, translate("delete finished tasks", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping database: %w", err)
+	}
+	return nil
+}
+
+// cutoff turns a zero time ("keep forever") into SQL NULL, which no comparison matches.
+func cutoff(t time.Time) pgtype.Timestamptz {
+	return pgtype.Timestamptz{Time: t, Valid: !t.IsZero()}
+}
