@@ -18,3 +18,9 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go test -race -count=1 -timeout 20m "$@"
+
+# A short, fixed-length fuzz run of the request decoders (the seeds also run above as
+# plain tests). Only for the full suite, not for a targeted run.
+if [ "$*" = "./..." ]; then
+  go test -run '^$' -fuzz '^FuzzCreateTask$' -fuzztime "${ROTA_FUZZ_TIME:-20s}" ./internal/api/
+fi

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -60,6 +62,9 @@ func (p *CreateParams) Normalize() error {
 	if !json.Valid(p.Payload) {
 		return fmt.Errorf("%w: payload is not valid JSON", ErrInvalid)
 	}
+	if err := CheckStorableJSON(p.Payload); err != nil {
+		return fmt.Errorf("%w: payload %v", ErrInvalid, err)
+	}
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts
 	}
@@ -86,12 +91,20 @@ func NewID() uuid.UUID {
 	return uuid.Must(uuid.NewV7())
 }
 
-// TruncateError bounds an error message kept in last_error and attempt rows.
+// TruncateError makes an error message storable in last_error and attempt rows: valid
+// UTF-8 without NUL bytes (PostgreSQL text rejects both, which would fail the whole
+// outcome batch), at most MaxErrorMessageLength bytes, cut on a character boundary.
 func TruncateError(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	if len(s) <= MaxErrorMessageLength {
 		return s
 	}
-	return s[:MaxErrorMessageLength] + "…(truncated)"
+	cut := MaxErrorMessageLength
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(truncated)"
 }
 
 // NormalizeLimit applies the list default and ceiling.

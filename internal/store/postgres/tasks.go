@@ -15,7 +15,8 @@ import (
 	"github.com/rotaqueue/rota/internal/store"
 )
 
-// CreateTasks inserts tasks, all or nothing, in one statement (atomic by itself).
+// CreateTasks inserts tasks, all or nothing, in one statement (atomic by itself, so no
+// transaction is needed). See queries/create_tasks.sql for how idempotency keys resolve.
 func (s *Store) CreateTasks(ctx context.Context, params []store.CreateParams) ([]store.CreateResult, error) {
 	return createTasks(ctx, s.pool, params)
 }
@@ -127,11 +128,6 @@ func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) 
 	return t, nil
 }
 
-// maxRaceRetries bounds the loops of CancelTask and ReplayTask, which run their write
-// again when the task changed status between the write and the look-up explaining why
-// it wrote nothing.
-const maxRaceRetries = 5
-
 // ListTasks pages through tasks, newest first.
 func (s *Store) ListTasks(ctx context.Context, params store.ListParams) ([]*store.Task, string, error) {
 	limit, err := store.NormalizeLimit(params.Limit)
@@ -167,6 +163,11 @@ func (s *Store) ListTasks(ctx context.Context, params store.ListParams) ([]*stor
 	}
 	return tasks, next, nil
 }
+
+// maxRaceRetries bounds the loops of CancelTask and ReplayTask, which run their write
+// again when the task changed status between the write and the look-up explaining why
+// it wrote nothing.
+const maxRaceRetries = 5
 
 // CancelTask cancels a PENDING or ENQUEUED task at once and asks the owner of a
 // PROCESSING one to stop. An already CANCELED task is returned unchanged.

@@ -2,8 +2,9 @@
 -- the same writes as claim_tasks.sql. $1 queue, $2 limit, $3 worker id, $4 lease
 -- duration, $6 the status to claim from.
 --
--- Each id is looked up (primary key) and locked on its own in a LATERAL subquery, and
--- the claim conditions are checked on the locked, latest version of the row. The lock
+-- Each id is looked up (primary key) and locked on its own in a LATERAL subquery, in id
+-- order (as record_outcomes.sql locks, so the two cannot deadlock), and the claim
+-- conditions are checked on the locked, latest version of the row. The lock
 -- waits rather than skips: a row locked here is one another transaction is changing
 -- right now, typically the enqueuer that sent this very id and has not yet committed
 -- ENQUEUED. Waiting lets the claim see that commit instead of reporting "nothing to
@@ -11,7 +12,7 @@
 -- short statement or transaction, never across a handler run.
 WITH due AS (
     SELECT t.row
-    FROM unnest($5::uuid[]) AS want (id)
+    FROM (SELECT DISTINCT id FROM unnest($5::uuid[]) AS u (id) ORDER BY id) AS want
     CROSS JOIN LATERAL (
         SELECT ctid AS row, id, status, queue, priority, scheduled_for, attempt_count, max_attempts
         FROM rota.tasks

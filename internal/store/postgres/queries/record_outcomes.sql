@@ -15,12 +15,16 @@
 -- The fence is the lease token alone: only a PROCESSING task has one (CHECK
 -- tasks_lease_iff_processing).
 WITH input AS (
+    -- Sorted by task id: the tasks are locked in this order, the same in every call (and
+    -- in claim_tasks_by_id.sql), so two batches naming the same tasks in different orders
+    -- (a committer retrying while its first attempt still runs) cannot deadlock.
     -- The LIMIT changes no result. It changes the planner's guess for a cached generic
     -- plan, from 10 rows (an unnest of a parameter) to 1, which keeps the joins below
     -- nested loops of lookups even while the tables look tiny.
     SELECT *
     FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
         WITH ORDINALITY AS u (task_id, lease_token, kind, error, retry_at, retry_status, ord)
+    ORDER BY task_id
     LIMIT cardinality($1::uuid[])
 ), target AS (
     -- Lock, then decide: a locking read returns the latest committed version of the row,

@@ -1,0 +1,91 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// FuzzCreateTask feeds arbitrary bodies to the create-task decoder. It must never panic;
+// a body it rejects must be a client error (never a 5xx); a body it accepts must yield
+// params the store accepts as they are: Normalize passes and changes nothing, so no
+// half-valid task can reach an adapter. Run as a plain test it checks the seeds.
+func FuzzCreateTask(f *testing.F) {
+	for _, seed := range []string{
+		`{"kind":"noop"}`,
+		`{"kind":"email.send","queue":"mail","payload":{"to":"a@b.c"},"max_attempts":3,"priority":-5,"idempotency_key":"k","timeout_seconds":30}`,
+		`{"kind":"noop","delay_seconds":1.5}`,
+		`{"kind":"noop","scheduled_for":"2030-01-02T03:04:05.123456789+02:00"}`,
+		`{"kind":"noop","payload":null}`,
+		`{"kind":"noop","payload":[1,2.5e3,-0,"\u00e9\ud83d\ude00",true,null]}`,
+		`{"kind":"noop","payload":"\u0000"}`,
+		`{"kind":"noop","payload":"\udc00"}`,
+		`{"kind":"noop","payload":1e131071}`,
+		`{"kind":"noop","payload":0.1e-16382}`,
+		`{"kind":"noop","payload":1e-16384}`,
+		`{"kind":"noop","max_attempts":0}`,
+		`{"kind":"noop","delay_seconds":-1}`,
+		`{"kind":"noop","delay_seconds":1,"scheduled_for":"2030-01-01T00:00:00Z"}`,
+		`{"kind":"","queue":""}`,
+		`{"kind":"a b"}`,
+		`{"kind":"noop","extra":1}`,
+		`{"kind":"noop"} trailing`,
+		`{"kind":"noop","priority":1e40}`,
+		`{"KIND":"noop"}`,
+		`[]`,
+		``,
+		`{`,
+		"{\"kind\":\"noop\",\"payload\":\"\xff\"}",
+	} {
+		f.Add([]byte(seed))
+	}
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := decodeCreateTask(body, now)
+		if err != nil {
+			var ae *apiError
+			switch {
+			case errors.As(err, &ae):
+				if ae.status < 400 || ae.status > 499 {
+					t.Fatalf("rejected %q with status %d", body, ae.status)
+				}
+			case !errors.Is(err, store.ErrInvalid):
+				t.Fatalf("rejected %q with an error that maps to 500: %v", body, err)
+			}
+			return
+		}
+		again := p
+		if err := again.Normalize(); err != nil {
+			t.Fatalf("accepted %q, but Normalize rejects the params: %v", body, err)
+		}
+		if again.ID != p.ID || again.Queue != p.Queue || again.MaxAttempts != p.MaxAttempts || string(again.Payload) != string(p.Payload) {
+			t.Fatalf("accepted %q with params that were not normalized: %+v", body, p)
+		}
+		if p.ID.Version() != 7 {
+			t.Fatalf("id %s is not a v7 UUID", p.ID)
+		}
+		if !json.Valid(p.Payload) || len(p.Payload) > store.MaxPayloadBytes {
+			t.Fatalf("accepted payload %q", p.Payload)
+		}
+		if err := store.CheckStorableJSON(p.Payload); err != nil {
+			t.Fatalf("accepted a payload PostgreSQL rejects: %v", err)
+		}
+	})
+}
+
+// TestDecodeAnswersMatchHandler checks that the decoder the fuzz test exercises is the
+// one behind POST /api/tasks: the same bodies succeed and fail with the same code.
+func TestDecodeAnswersMatchHandler(t *testing.T) {
+	c := newClient(t, Config{Store: memoryStore(t)})
+	for _, body := range []string{`{"kind":"noop"}`, `{"kind":"noop","max_attempts":0}`, `{"kind":"noop"`, `{"kind":"noop","payload":"\u0000"}`} {
+		_, err := decodeCreateTask([]byte(body), time.Now())
+		res := c.do("POST", "/api/tasks", body)
+		if (err == nil) != (res.status == http.StatusCreated) {
+			t.Fatalf("%s: decode error %v, handler status %d", body, err, res.status)
+		}
+	}
+}

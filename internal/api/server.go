@@ -1,0 +1,326 @@
+// Package api serves Rota's HTTP JSON API (docs/api.md; the machine-readable contract is
+// openapi.json, served at GET /api/openapi.json): task creation and inspection, dead
+// letters, the worker protocol for workers written in any language, health checks and
+// Prometheus metrics.
+//
+// The handler is a thin translation layer: every rule about tasks lives in the store
+// (store.CreateParams.Normalize, the state machine, lease fencing), and this package only
+// decodes requests strictly, maps store errors to HTTP statuses and encodes the answers.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Config configures a Server. Every zero field but Store means its default; New fills the
+// defaults (in withDefaults, the one place they live) and validates the result.
+type Config struct {
+	// Store holds the tasks. Required. The Server never closes it.
+	Store store.Store
+
+	// Token, when non-empty, is the bearer token every request needs
+	// (Authorization: Bearer <token>), except /healthz, /readyz and, unless MetricsAuth,
+	// /metrics. Empty means no authentication (bind to loopback then).
+	Token string
+	// MetricsAuth makes /metrics require Token too. It needs a Token.
+	MetricsAuth bool
+	// MetricsHandler serves GET /metrics. Default: promhttp.Handler() (the default
+	// Prometheus registry).
+	MetricsHandler http.Handler
+
+	// Logger receives the details of internal errors (which clients only see as
+	// "internal") and of wake-up subscription failures. Default: slog.Default().
+	Logger *slog.Logger
+
+	// BackoffBase and BackoffMax shape the full-jitter exponential backoff the server
+	// applies when a worker reports a retryable failure without retry_after_seconds.
+	// Defaults: runtime.DefaultBackoffBase and runtime.DefaultBackoffMax (1s and 1h),
+	// the same as Go workers, so a task backs off alike whoever runs it.
+	BackoffBase time.Duration
+	BackoffMax  time.Duration
+
+	// ClaimFrom is the status claims take tasks from and retries return them to:
+	// store.StatusPending (poll mode) or store.StatusEnqueued (SQS mode).
+	// Default: store.StatusPending.
+	ClaimFrom store.Status
+
+	// MaxBodyBytes limits the body of every request but a batch create. Default:
+	// DefaultMaxBodyBytes (a 1 MiB payload plus room for the other fields).
+	MaxBodyBytes int64
+	// MaxBatchBodyBytes limits the body of POST /api/tasks/batch. Default:
+	// DefaultMaxBatchBodyBytes (16 MiB).
+	MaxBatchBodyBytes int64
+
+	// LongPollInterval is how often a waiting claim (wait_seconds > 0) polls the store
+	// when no wake-up arrives: Store.WaitForTasks only reports newly inserted due tasks,
+	// so delayed and retried tasks that become due are found by this poll. Default: 1s.
+	LongPollInterval time.Duration
+	// MaxLongPolls bounds the claims waiting at once; each holds a connection and polls
+	// the store. A claim that would wait beyond the bound gets 503 unavailable with
+	// Retry-After (after one claim attempt, so due tasks are never held back).
+	// Default: DefaultMaxLongPolls.
+	MaxLongPolls int
+
+	// Now is the clock for delay_seconds and retry_after_seconds. Default: time.Now.
+	Now func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultMaxBodyBytes      = store.MaxPayloadBytes + 64<<10
+	DefaultMaxBatchBodyBytes = 16 << 20
+	DefaultLongPollInterval  = time.Second
+	DefaultMaxLongPolls      = 256
+)
+
+// Limits of the protocol (docs/api.md).
+const (
+	maxBatchTasks       = 1000
+	maxClaimLimit       = 100
+	defaultLeaseSeconds = 30
+	maxLeaseSeconds     = 3600
+	maxWaitSeconds      = 20
+	defaultReplayLimit  = 100
+	maxReplayLimit      = 1000
+	// readyTimeout bounds the store ping of /readyz: a probe must answer quickly.
+	readyTimeout = 2 * time.Second
+)
+
+func (cfg Config) withDefaults() Config {
+	if cfg.MetricsHandler == nil {
+		cfg.MetricsHandler = promhttp.Handler()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BackoffBase == 0 {
+		cfg.BackoffBase = runtime.DefaultBackoffBase
+	}
+	if cfg.BackoffMax == 0 {
+		cfg.BackoffMax = max(runtime.DefaultBackoffMax, cfg.BackoffBase)
+	}
+	if cfg.ClaimFrom == "" {
+		cfg.ClaimFrom = store.StatusPending
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxBatchBodyBytes == 0 {
+		cfg.MaxBatchBodyBytes = DefaultMaxBatchBodyBytes
+	}
+	if cfg.LongPollInterval == 0 {
+		cfg.LongPollInterval = DefaultLongPollInterval
+	}
+	if cfg.MaxLongPolls == 0 {
+		cfg.MaxLongPolls = DefaultMaxLongPolls
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return cfg
+}
+
+func (cfg *Config) validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(cfg.Store != nil, "Store is required")
+	check(!cfg.MetricsAuth || cfg.Token != "", "MetricsAuth needs a Token")
+	check(cfg.BackoffBase > 0, "BackoffBase must be positive, got %s", cfg.BackoffBase)
+	check(cfg.BackoffMax >= cfg.BackoffBase, "BackoffMax (%s) must not be less than BackoffBase (%s)", cfg.BackoffMax, cfg.BackoffBase)
+	check(cfg.ClaimFrom == store.StatusPending || cfg.ClaimFrom == store.StatusEnqueued,
+		"ClaimFrom must be PENDING or ENQUEUED, got %q", cfg.ClaimFrom)
+	check(cfg.MaxBodyBytes > 0, "MaxBodyBytes must be positive, got %d", cfg.MaxBodyBytes)
+	check(cfg.MaxBatchBodyBytes > 0, "MaxBatchBodyBytes must be positive, got %d", cfg.MaxBatchBodyBytes)
+	check(cfg.LongPollInterval > 0, "LongPollInterval must be positive, got %s", cfg.LongPollInterval)
+	check(cfg.MaxLongPolls > 0, "MaxLongPolls must be positive, got %d", cfg.MaxLongPolls)
+	return errors.Join(errs...)
+}
+
+// Route is one registered (method, path pattern) pair, in net/http.ServeMux syntax
+// without the method: "/api/tasks/{id}".
+type Route struct {
+	Method  string
+	Pattern string
+}
+
+// Server is the HTTP API. It implements http.Handler; create it with New and stop it
+// with Close.
+type Server struct {
+	cfg       Config
+	mux       *http.ServeMux
+	routes    []Route
+	methods   []string // every method some route uses, for 405 answers
+	tokenHash [sha256.Size]byte
+	waker     *waker
+	longPolls chan struct{} // a semaphore of MaxLongPolls slots
+
+	closeOnce sync.Once
+	stop      context.CancelFunc
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("api: invalid config: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:       cfg,
+		mux:       http.NewServeMux(),
+		tokenHash: sha256.Sum256([]byte(cfg.Token)),
+		waker:     newWaker(ctx, cfg.Store, cfg.Logger),
+		longPolls: make(chan struct{}, cfg.MaxLongPolls),
+		stop:      stop,
+	}
+
+	s.handle("POST", "/api/tasks", s.createTask)
+	s.handle("POST", "/api/tasks/batch", s.createTaskBatch)
+	s.handle("GET", "/api/tasks", s.listTasks)
+	s.handle("GET", "/api/tasks/{id}", s.getTask)
+	s.handle("GET", "/api/tasks/{id}/attempts", s.listAttempts)
+	s.handle("POST", "/api/tasks/{id}/cancel", s.cancelTask)
+	s.handle("POST", "/api/tasks/{id}/replay", s.replayTask)
+	s.handle("GET", "/api/stats", s.stats)
+	s.handle("GET", "/api/dead-letters", s.listDeadLetters)
+	s.handle("POST", "/api/dead-letters/replay", s.replayDeadLetters)
+	s.handle("POST", "/api/queues/{queue}/claim", s.claim)
+	s.handle("POST", "/api/tasks/{id}/heartbeat", s.heartbeat)
+	s.handle("POST", "/api/tasks/{id}/complete", s.complete)
+	s.handle("POST", "/api/tasks/{id}/fail", s.fail)
+	s.handle("GET", "/api/openapi.json", s.openAPI)
+	s.handle("GET", "/healthz", s.healthz)
+	s.handle("GET", "/readyz", s.readyz)
+	s.route("GET", "/metrics", cfg.MetricsHandler)
+	return s, nil
+}
+
+// Close ends the long polls in progress (they answer with what they have) and stops the
+// wake-up subscription. It does not close the Store. The Server must not be used after.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.stop()
+		s.waker.close()
+	})
+}
+
+// Routes lists every route the Server answers, in registration order.
+func (s *Server) Routes() []Route {
+	return slices.Clone(s.routes)
+}
+
+// apiHandler is a handler that reports failures by returning them; serveError turns them
+// into the JSON error answer.
+type apiHandler func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(method, pattern string, h apiHandler) {
+	s.route(method, pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.serveError(w, r, err)
+		}
+	}))
+}
+
+func (s *Server) route(method, pattern string, h http.Handler) {
+	s.mux.Handle(method+" "+pattern, h)
+	s.routes = append(s.routes, Route{Method: method, Pattern: pattern})
+	if !slices.Contains(s.methods, method) {
+		s.methods = append(s.methods, method)
+	}
+}
+
+// ServeHTTP authenticates the request and routes it; requests no route takes get a JSON
+// 404 or 405 rather than ServeMux's plain-text ones.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.cfg.Logger.Error("api: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+			writeError(w, http.StatusInternalServerError, codeInternal, "internal error")
+		}
+	}()
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if s.needsToken(r) && !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)
+		writeError(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong bearer token")
+		return
+	}
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.noRoute(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// needsToken reports whether r must carry the token. It lists what stays open rather
+// than what is protected, so that a path no route knows (or a spelling of one that the
+// mux would redirect) is protected too.
+func (s *Server) needsToken(r *http.Request) bool {
+	if s.cfg.Token == "" {
+		return false
+	}
+	switch r.URL.Path {
+	case "/healthz", "/readyz":
+		return false
+	case "/metrics":
+		return s.cfg.MetricsAuth
+	}
+	return true
+}
+
+// authorized compares the bearer token in constant time. Comparing hashes keeps the
+// comparison constant-time in the token's length too.
+func (s *Server) authorized(r *http.Request) bool {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	return subtle.ConstantTimeCompare(got[:], s.tokenHash[:]) == 1
+}
+
+// noRoute answers a request that matched no pattern: 405 with Allow when the path
+// exists for other methods, 404 otherwise.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	probe := *r
+	for _, m := range s.methods {
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); pattern != "" {
+			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
+		}
+	}
+	if len(allow) == 0 {
+		writeError(w, http.StatusNotFound, codeNotFound, fmt.Sprintf("no route for %s", r.URL.Path))
+		return
+	}
+	slices.Sort(allow)
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, http.StatusMethodNotAllowed, codeMethodNotAllowed,
+		fmt.Sprintf("%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+}
