@@ -46,8 +46,14 @@ type command struct {
 
 func commands() []command {
 	return []command{
+		{"dev", "everything in one process on the in-memory store: API and workers", runDev},
+		{"serve", "API, lease reaper and retention clean-up on PostgreSQL", runServe},
 		{"migrate", "apply or revert the database schema: migrate up|down|status", runMigrate},
 		{"worker", "run workers with the built-in handlers (--mode poll)", runWorker},
+		{"enqueue", "create a task on a server: enqueue <kind> [--payload JSON] [--wait]", runEnqueue},
+		{"tasks", "list, show, cancel and replay tasks on a server: tasks list|get|cancel|replay|attempts", runTasks},
+		{"dead-letters", "list dead letters and replay them in bulk: dead-letters list|replay", runDeadLetters},
+		{"schedules", "manage cron schedules on a server: schedules list|get|create|update|delete|pause|resume|trigger|reschedule|runs", runSchedules},
 	}
 }
 
@@ -70,7 +76,7 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: rota <command> [flags]")
 	fmt.Fprintln(w)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'rota <command> -h' for a command's flags.")

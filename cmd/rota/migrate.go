@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -100,6 +101,11 @@ func openPool(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		return nil, usagef("--database-url: %v", err)
+	}
+	// pgxpool's default (4 connections on this machine's 2 cores) starves a worker whose
+	// fetchers, committer and heartbeats run at once; the URL's pool_max_conns still wins.
+	if _, set := cfg.ConnConfig.RuntimeParams["pool_max_conns"]; !set && !strings.Contains(dbURL, "pool_max_conns") {
+		cfg.MaxConns = 20
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

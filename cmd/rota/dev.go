@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rotaqueue/rota/internal/api"
+	"github.com/rotaqueue/rota/internal/handlers"
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/store/memory"
+)
+
+// runDev runs everything in one process on the in-memory store: the API, and poll workers
+// with the built-in handlers. Nothing is kept when it stops.
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("dev", stderr)
+	var logs logFlags
+	logs.register(fs)
+	srvFlags := registerServerFlags(fs)
+	concurrency := fs.Int("concurrency", envInt("ROTA_CONCURRENCY", 0), "handler goroutines (ROTA_CONCURRENCY; 0 = the runtime default)")
+	queues := fs.String("queues", envOr("ROTA_QUEUES", "default"), "queues the built-in workers serve, comma-separated, queue=N caps one (ROTA_QUEUES)")
+	allowHosts := fs.String("http-allow-hosts", envOr("ROTA_HTTP_ALLOW_HOSTS", ""), "hosts the http handler may call, comma-separated; empty = any (ROTA_HTTP_ALLOW_HOSTS)")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := checkEnv(); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("dev: unexpected argument %q", fs.Arg(0))
+	}
+	if err := srvFlags.check(); err != nil {
+		return err
+	}
+	if *concurrency < 0 {
+		return usagef("--concurrency must be 0 or more")
+	}
+	queueLimits, err := parseQueues(*queues)
+	if err != nil {
+		return err
+	}
+	logger, err := logs.logger(stderr)
+	if err != nil {
+		return err
+	}
+
+	st := memory.New()
+	defer st.Close()
+	apiServer, err := api.New(api.Config{Store: st, Token: *srvFlags.token, MetricsAuth: *srvFlags.metricsAuth, Logger: logger})
+	if err != nil {
+		return err
+	}
+	mux := runtime.NewMux()
+	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts)})
+	worker, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, Queues: queueLimits,
+		Concurrency: *concurrency, Logger: logger})
+	if err != nil {
+		return usagef("dev: %v", err)
+	}
+	ln, err := listen(*srvFlags.addr)
+	if err != nil {
+		return err
+	}
+	printURL(stdout, "rota dev", ln)
+	fmt.Fprintln(stdout, "in-memory store: tasks are lost when this process stops; use 'rota serve' for PostgreSQL")
+	return runConcurrently(ctx,
+		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer, logger) },
+		worker.Run,
+	)
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/rotaqueue/rota/internal/api"
+)
+
+// shutdownTimeout bounds how long in-flight HTTP requests may take to finish on stop.
+const shutdownTimeout = 10 * time.Second
+
+// listen binds addr before anything else starts, so a busy port fails at once with one
+// line, and so that --addr 127.0.0.1:0 can report the port it got.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// serveHTTP serves h on ln until ctx ends, then shuts down gracefully: the API's long
+// polls are ended first, then in-flight requests get shutdownTimeout to finish.
+func serveHTTP(ctx context.Context, ln net.Listener, apiServer *api.Server, h http.Handler, log *slog.Logger) error {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	apiServer.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown did not finish in time", "error", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http server: %w", err)
+	}
+	return nil
+}
+
+// runConcurrently runs every component until ctx ends or one fails; the first failure stops
+// the rest (each component shuts itself down gracefully when its ctx ends).
+func runConcurrently(ctx context.Context, components ...func(ctx context.Context) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range components {
+		g.Go(func() error { return c(gctx) })
+	}
+	return g.Wait()
+}
+
+// printURL tells the user where the server is, on stdout (scripts read it from there).
+func printURL(w io.Writer, what string, ln net.Listener) {
+	fmt.Fprintf(w, "%s listening on http://%s\n", what, ln.Addr())
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rotaqueue/rota/internal/api"
+	"github.com/rotaqueue/rota/internal/maintenance"
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/store/postgres"
+)
+
+// serverFlags are shared by serve and dev: where to listen and who may call.
+type serverFlags struct {
+	addr        *string
+	token       *string
+	metricsAuth *bool
+}
+
+func registerServerFlags(fs *flag.FlagSet) serverFlags {
+	return serverFlags{
+		addr:        fs.String("addr", envOr("ROTA_ADDR", "127.0.0.1:8080"), "address to listen on (ROTA_ADDR)"),
+		token:       fs.String("token", envOr("ROTA_API_TOKEN", ""), "bearer token every /api call needs; empty = none (ROTA_API_TOKEN)"),
+		metricsAuth: fs.Bool("metrics-auth", envOr("ROTA_METRICS_AUTH", "") == "true", "require the token for /metrics too (ROTA_METRICS_AUTH=true)"),
+	}
+}
+
+func (f serverFlags) check() error {
+	if *f.metricsAuth && *f.token == "" {
+		return usagef("--metrics-auth needs --token (ROTA_API_TOKEN)")
+	}
+	return nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	var logs logFlags
+	logs.register(fs)
+	srvFlags := registerServerFlags(fs)
+	dbURL := databaseURLFlag(fs)
+	mode := fs.String("mode", envOr("ROTA_MODE", "poll"), "delivery mode: poll or sqs (ROTA_MODE)")
+	migrate := fs.Bool("migrate", envOr("ROTA_MIGRATE", "") == "true", "apply pending migrations at start (ROTA_MIGRATE=true)")
+	reapInterval := fs.Duration("reap-interval", envDuration("ROTA_REAP_INTERVAL", runtime.DefaultReapInterval), "how often expired leases are reaped (ROTA_REAP_INTERVAL)")
+	retainSucceeded := fs.Duration("retain-succeeded", envDuration("ROTA_RETAIN_SUCCEEDED", 7*24*time.Hour), "delete SUCCEEDED and CANCELED tasks this long after they finish; 0 keeps them (ROTA_RETAIN_SUCCEEDED)")
+	retainFailed := fs.Duration("retain-failed", envDuration("ROTA_RETAIN_FAILED", 30*24*time.Hour), "delete DEAD and FAILED tasks this long after they finish; 0 keeps them (ROTA_RETAIN_FAILED)")
+	retentionInterval := fs.Duration("retention-interval", envDuration("ROTA_RETENTION_INTERVAL", time.Minute), "how often the retention clean-up runs (ROTA_RETENTION_INTERVAL)")
+	if err := parseFlags(fs, args); err != nil {
+		if errors.Is(err, errHelp) {
+			return nil
+		}
+		return err
+	}
+	if err := checkEnv(); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usagef("serve: unexpected argument %q", fs.Arg(0))
+	}
+	if err := srvFlags.check(); err != nil {
+		return err
+	}
+	switch *mode {
+	case "poll":
+	case "sqs":
+		return usagef("serve --mode sqs is not available yet in this build; use --mode poll")
+	default:
+		return usagef("--mode %q: want poll or sqs", *mode)
+	}
+	if *reapInterval <= 0 || *retentionInterval <= 0 {
+		return usagef("--reap-interval and --retention-interval must be positive")
+	}
+	if *retainSucceeded < 0 || *retainFailed < 0 {
+		return usagef("--retain-succeeded and --retain-failed must be 0 (keep) or positive")
+	}
+	logger, err := logs.logger(stderr)
+	if err != nil {
+		return err
+	}
+
+	pool, err := openPool(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := ensureSchema(ctx, pool, *migrate, stdout); err != nil {
+		return err
+	}
+	st := postgres.New(pool)
+	defer st.Close()
+
+	apiServer, err := api.New(api.Config{Store: st, Token: *srvFlags.token, MetricsAuth: *srvFlags.metricsAuth, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := listen(*srvFlags.addr)
+	if err != nil {
+		return err
+	}
+	printURL(stdout, "rota serve", ln)
+	logger.Info("server started", "addr", ln.Addr().String(), "mode", *mode, "auth", *srvFlags.token != "")
+
+	reaper := maintenance.NewReaper(maintenance.ReaperConfig{Store: st, Interval: *reapInterval,
+		BackoffBase: runtime.DefaultBackoffBase, BackoffMax: runtime.DefaultBackoffMax, Logger: logger})
+	retention := maintenance.NewRetention(maintenance.RetentionConfig{Store: st, Interval: *retentionInterval,
+		SucceededAfter: *retainSucceeded, FailedAfter: *retainFailed, Logger: logger})
+	err = runConcurrently(ctx,
+		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer, logger) },
+		func(ctx context.Context) error { reaper.Run(ctx); return nil },
+		func(ctx context.Context) error { retention.Run(ctx); return nil },
+	)
+	logger.Info("server stopped")
+	return err
+}
+
+// ensureSchema applies pending migrations when asked, and otherwise refuses to start on
+// a schema that is behind this binary (it would fail later, in confusing ways).
+func ensureSchema(ctx context.Context, pool *pgxpool.Pool, migrate bool, stdout io.Writer) error {
+	if migrate {
+		applied, err := postgres.MigrateUp(ctx, pool)
+		for _, v := range applied {
+			fmt.Fprintf(stdout, "applied migration %04d\n", v)
+		}
+		return err
+	}
+	statuses, err := postgres.MigrationStatuses(ctx, pool)
+	if err != nil {
+		return err
+	}
+	for _, s := range statuses {
+		if s.AppliedAt == nil {
+			return fmt.Errorf("the database schema is not up to date (migration %04d_%s is pending): run 'rota migrate up' or pass --migrate", s.Version, s.Name)
+		}
+	}
+	return nil
+}
