@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rotaqueue/rota/internal/api"
 	"github.com/rotaqueue/rota/internal/handlers"
 	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/schedule"
 	"github.com/rotaqueue/rota/internal/store/memory"
 )
 
@@ -68,8 +71,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	printURL(stdout, "rota dev", ln)
 	fmt.Fprintln(stdout, "in-memory store: tasks are lost when this process stops; use 'rota serve' for PostgreSQL")
+	scheduler := schedule.NewScheduler(schedule.Config{Store: st, Interval: *srvFlags.scheduleInterval, Logger: logger,
+		OnClaim: schedule.NewMetrics(prometheus.DefaultRegisterer).Observe})
 	return runConcurrently(ctx,
 		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer, logger) },
 		worker.Run,
+		func(ctx context.Context) error { scheduler.Run(ctx); return nil },
 	)
 }

@@ -10,17 +10,21 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/rotaqueue/rota/internal/api"
 	"github.com/rotaqueue/rota/internal/maintenance"
 	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/schedule"
 	"github.com/rotaqueue/rota/internal/store/postgres"
 )
 
 // serverFlags are shared by serve and dev: where to listen and who may call.
 type serverFlags struct {
-	addr        *string
-	token       *string
-	metricsAuth *bool
+	addr             *string
+	token            *string
+	metricsAuth      *bool
+	scheduleInterval *time.Duration
 }
 
 func registerServerFlags(fs *flag.FlagSet) serverFlags {
@@ -28,12 +32,17 @@ func registerServerFlags(fs *flag.FlagSet) serverFlags {
 		addr:        fs.String("addr", envOr("ROTA_ADDR", "127.0.0.1:8080"), "address to listen on (ROTA_ADDR)"),
 		token:       fs.String("token", envOr("ROTA_API_TOKEN", ""), "bearer token every /api call needs; empty = none (ROTA_API_TOKEN)"),
 		metricsAuth: fs.Bool("metrics-auth", envOr("ROTA_METRICS_AUTH", "") == "true", "require the token for /metrics too (ROTA_METRICS_AUTH=true)"),
+		scheduleInterval: fs.Duration("schedule-interval", envDuration("ROTA_SCHEDULE_INTERVAL", schedule.DefaultInterval),
+			"how often due schedules are claimed (ROTA_SCHEDULE_INTERVAL)"),
 	}
 }
 
 func (f serverFlags) check() error {
 	if *f.metricsAuth && *f.token == "" {
 		return usagef("--metrics-auth needs --token (ROTA_API_TOKEN)")
+	}
+	if *f.scheduleInterval <= 0 {
+		return usagef("--schedule-interval must be positive")
 	}
 	return nil
 }
@@ -109,10 +118,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		BackoffBase: runtime.DefaultBackoffBase, BackoffMax: runtime.DefaultBackoffMax, Logger: logger})
 	retention := maintenance.NewRetention(maintenance.RetentionConfig{Store: st, Interval: *retentionInterval,
 		SucceededAfter: *retainSucceeded, FailedAfter: *retainFailed, Logger: logger})
+	scheduler := schedule.NewScheduler(schedule.Config{Store: st, Interval: *srvFlags.scheduleInterval, Logger: logger,
+		OnClaim: schedule.NewMetrics(prometheus.DefaultRegisterer).Observe})
 	err = runConcurrently(ctx,
 		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer, logger) },
 		func(ctx context.Context) error { reaper.Run(ctx); return nil },
 		func(ctx context.Context) error { retention.Run(ctx); return nil },
+		func(ctx context.Context) error { scheduler.Run(ctx); return nil },
 	)
 	logger.Info("server stopped")
 	return err

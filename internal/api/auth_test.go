@@ -24,7 +24,7 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 
 // concrete turns a route pattern into a path it matches.
 func concrete(pattern string) string {
-	r := strings.NewReplacer("{id}", "0190d6a4-7a4c-7d4e-8c8c-6f2f2f2f2f2f", "{queue}", "default")
+	r := strings.NewReplacer("{id}", "0190d6a4-7a4c-7d4e-8c8c-6f2f2f2f2f2f", "{queue}", "default", "{name}", "nightly")
 	return r.Replace(pattern)
 }
 
@@ -37,6 +37,9 @@ func TestTokenProtectsEveryAPIRoute(t *testing.T) {
 	}
 	for _, rt := range routes {
 		path := concrete(rt.Pattern)
+		if strings.ContainsAny(path, "{}") {
+			t.Fatalf("route %s %s: give concrete a value for its wildcard", rt.Method, rt.Pattern)
+		}
 		for name, auth := range map[string]string{
 			"no header":    "",
 			"wrong token":  "Bearer not-the-token",

@@ -209,11 +209,7 @@ func decodeCreateBatch(body []byte, now time.Time) ([]store.CreateParams, error)
 	for i, t := range req.Tasks {
 		p, err := t.params(now)
 		if err != nil {
-			var ae *apiError
-			if errors.As(err, &ae) {
-				return nil, &apiError{ae.status, ae.code, fmt.Sprintf("tasks[%d]: %s", i, ae.message)}
-			}
-			return nil, invalidRequest(fmt.Sprintf("tasks[%d]: %s", i, err))
+			return nil, prefixError(fmt.Sprintf("tasks[%d]: ", i), err)
 		}
 		params[i] = p
 	}

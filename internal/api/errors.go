@@ -47,6 +47,17 @@ func notFound(msg string) *apiError {
 	return &apiError{http.StatusNotFound, codeNotFound, msg}
 }
 
+// prefixError puts prefix before the message of a decoding or validation error (an
+// *apiError, or a store.ErrInvalid from Normalize), keeping its status and code, so that
+// the message names the part of the request at fault ("tasks[3]: ", "task: ").
+func prefixError(prefix string, err error) error {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return &apiError{ae.status, ae.code, prefix + ae.message}
+	}
+	return invalidRequest(prefix + err.Error())
+}
+
 // errorBody is the shape of every error answer.
 type errorBody struct {
 	Error errorDetail `json:"error"`

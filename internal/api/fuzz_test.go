@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rotaqueue/rota/internal/cron"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -88,4 +89,77 @@ func TestDecodeAnswersMatchHandler(t *testing.T) {
 			t.Fatalf("%s: decode error %v, handler status %d", body, err, res.status)
 		}
 	}
+}
+
+// FuzzCreateSchedule is FuzzCreateTask for POST /api/schedules: a body the decoder
+// accepts yields params every later check accepts (the name rule, cron.Parse, the zone,
+// the template's Normalize, unchanged); a body it rejects is a client error.
+func FuzzCreateSchedule(f *testing.F) {
+	for _, seed := range []string{
+		`{"name":"n","cron_spec":"* * * * *","task":{"kind":"noop"}}`,
+		`{"name":"nightly.report-1","kind":"task","cron_spec":" 30 3 * * 1-5 ","timezone":"Europe/Berlin","task":{"kind":"k","queue":"q","payload":{"a":[1]},"max_attempts":3},"enabled":false,"catch_up":"ALL"}`,
+		`{"name":"n","cron_spec":"@Daily","task":{"kind":"noop","payload":null}}`,
+		`{"name":"n","cron_spec":"61 * * * *","task":{"kind":"noop"}}`,
+		`{"name":"n","cron_spec":"0 0 30 2 *","task":{"kind":"noop"}}`,
+		`{"name":"n","cron_spec":"@reboot","task":{"kind":"noop"}}`,
+		`{"name":"n","cron_spec":"*/0 * * * *","task":{"kind":"noop"}}`,
+		`{"name":"n","cron_spec":"* * * *","task":{"kind":"noop"}}`,
+		`{"name":"n","cron_spec":"@daily","timezone":"Local","task":{"kind":"noop"}}`,
+		`{"name":"n","cron_spec":"@daily","timezone":"","task":{"kind":"noop"}}`,
+		`{"name":"a:b","cron_spec":"@daily","task":{"kind":"noop"}}`,
+		`{"name":"n","kind":"flow","cron_spec":"@daily","task":{"kind":"noop"}}`,
+		`{"name":"n","cron_spec":"@daily","task":{"kind":"noop","max_attempts":0}}`,
+		`{"name":"n","cron_spec":"@daily","task":{"kind":"noop","payload":"\u0000"}}`,
+		`{"name":"n","cron_spec":"@daily","task":{}}`,
+		`{"name":"n","cron_spec":"@daily","catch_up":"most","task":{"kind":"noop"}}`,
+		`{"name":"n","cron_spec":"@daily"}`,
+		`{}`,
+		`[]`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := decodeCreateSchedule(body)
+		if err != nil {
+			var ae *apiError
+			switch {
+			case errors.As(err, &ae):
+				if ae.status < 400 || ae.status > 499 {
+					t.Fatalf("rejected %q with status %d", body, ae.status)
+				}
+			case !errors.Is(err, store.ErrInvalid):
+				t.Fatalf("rejected %q with an error that maps to 500: %v", body, err)
+			}
+			return
+		}
+		if err := store.ValidateScheduleName(p.Name); err != nil {
+			t.Fatalf("accepted name %q: %v", p.Name, err)
+		}
+		spec, err := cron.Parse(p.CronSpec)
+		if err != nil || spec.String() != p.CronSpec {
+			t.Fatalf("accepted spec %q: %v", p.CronSpec, err)
+		}
+		if _, err := cron.LoadLocation(p.Timezone); err != nil || p.Timezone == "" {
+			t.Fatalf("accepted zone %q: %v", p.Timezone, err)
+		}
+		if p.Kind != store.ScheduleKindTask {
+			t.Fatalf("kind %q", p.Kind)
+		}
+		switch p.CatchUp {
+		case store.CatchUpSkip, store.CatchUpOne, store.CatchUpAll:
+		default:
+			t.Fatalf("accepted catch_up %q", p.CatchUp)
+		}
+		tp := store.CreateParams{Kind: p.Task.Kind, Queue: p.Task.Queue, Payload: p.Task.Payload, MaxAttempts: p.Task.MaxAttempts}
+		if err := tp.Normalize(); err != nil {
+			t.Fatalf("accepted a template Normalize rejects: %v", err)
+		}
+		if tp.Queue != p.Task.Queue || tp.MaxAttempts != p.Task.MaxAttempts || string(tp.Payload) != string(p.Task.Payload) {
+			t.Fatalf("accepted a template that was not normalized: %+v", p.Task)
+		}
+		if err := store.CheckStorableJSON(p.Task.Payload); err != nil {
+			t.Fatalf("accepted a payload PostgreSQL rejects: %v", err)
+		}
+	})
 }

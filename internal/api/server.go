@@ -1,7 +1,7 @@
 // Package api serves Rota's HTTP JSON API (docs/api.md; the machine-readable contract is
 // openapi.json, served at GET /api/openapi.json): task creation and inspection, dead
-// letters, the worker protocol for workers written in any language, health checks and
-// Prometheus metrics.
+// letters, schedules, the worker protocol for workers written in any language, health
+// checks and Prometheus metrics.
 //
 // The handler is a thin translation layer: every rule about tasks lives in the store
 // (store.CreateParams.Normalize, the state machine, lease fencing), and this package only
@@ -203,6 +203,16 @@ func New(cfg Config) (*Server, error) {
 	s.handle("GET", "/api/stats", s.stats)
 	s.handle("GET", "/api/dead-letters", s.listDeadLetters)
 	s.handle("POST", "/api/dead-letters/replay", s.replayDeadLetters)
+	s.handle("GET", "/api/schedules", s.listSchedules)
+	s.handle("POST", "/api/schedules", s.createSchedule)
+	s.handle("GET", "/api/schedules/{name}", s.getSchedule)
+	s.handle("PATCH", "/api/schedules/{name}", s.updateSchedule)
+	s.handle("DELETE", "/api/schedules/{name}", s.deleteSchedule)
+	s.handle("POST", "/api/schedules/{name}/trigger", s.triggerSchedule)
+	s.handle("POST", "/api/schedules/{name}/pause", s.pauseSchedule)
+	s.handle("POST", "/api/schedules/{name}/resume", s.resumeSchedule)
+	s.handle("POST", "/api/schedules/{name}/reschedule", s.rescheduleSchedule)
+	s.handle("GET", "/api/schedules/{name}/runs", s.listScheduleRuns)
 	s.handle("POST", "/api/queues/{queue}/claim", s.claim)
 	s.handle("POST", "/api/tasks/{id}/heartbeat", s.heartbeat)
 	s.handle("POST", "/api/tasks/{id}/complete", s.complete)

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A schedule is a row of rota.schedules: a cron spec, a time zone and a task template.
@@ -70,7 +72,8 @@ type ScheduleParams struct {
 }
 
 // ScheduleUpdate changes some fields of a schedule; nil fields stay. A new CronSpec or
-// Timezone recomputes NextRunAt from now.
+// Timezone recomputes NextRunAt from now, and so does Enabled = true on a disabled
+// schedule (as ResumeSchedule). Task replaces the whole template (its defaults apply).
 type ScheduleUpdate struct {
 	CronSpec *string
 	Timezone *string
@@ -111,7 +114,8 @@ type ScheduleStore interface {
 	UpdateSchedule(ctx context.Context, name string, update ScheduleUpdate) (*Schedule, error)
 	DeleteSchedule(ctx context.Context, name string) error
 	// PauseSchedule disables it; ResumeSchedule enables it with NextRunAt = the first
-	// tick after now (ticks missed while paused never run).
+	// tick after now (ticks missed while paused never run). Resuming an enabled schedule
+	// changes nothing.
 	PauseSchedule(ctx context.Context, name string) (*Schedule, error)
 	ResumeSchedule(ctx context.Context, name string) (*Schedule, error)
 	// RescheduleSchedule sets NextRunAt.
@@ -123,7 +127,8 @@ type ScheduleStore interface {
 	// NextRunAt. Concurrent callers never claim the same schedule twice, and no tick is
 	// ever enqueued twice (the idempotency key guarantees it even across restores).
 	ClaimDueSchedules(ctx context.Context, params ClaimSchedulesParams) ([]ScheduleClaim, error)
-	// ListScheduleRuns returns the tasks a schedule created (by claims or triggers).
+	// ListScheduleRuns returns the tasks a schedule created (by claims or triggers),
+	// newest first (by id). ErrNotFound when no schedule has the name and no run names it.
 	ListScheduleRuns(ctx context.Context, params ScheduleRunsParams) (tasks []*Task, nextCursor string, err error)
 }
 
@@ -158,4 +163,151 @@ func ValidateScheduleName(name string) error {
 		return fmt.Errorf("%w: name %q must start with a letter or digit and contain only letters, digits, '_', '.' or '-'", ErrInvalid, name)
 	}
 	return nil
+}
+
+// CatchUpScanLimit bounds how many due ticks a claim of a CatchUpOne or CatchUpSkip
+// schedule counts one by one. Below it SkippedTicks is exact; a schedule further behind
+// reports the ticks counted (CatchUpScanLimit-1 under one, CatchUpScanLimit under skip),
+// a lower bound. The latest due tick is still found exactly (by bisection), so a schedule
+// years behind costs a claim a bounded number of tick computations, not a scan.
+//
+// The rule of a claim, with due ticks = NextRunAt and every following tick <= now:
+// all enqueues each due tick in order, at most MaxCatchUpRuns (NextRunAt becomes the
+// first tick not enqueued, still due if more remain); one enqueues only the latest due
+// tick and counts the others skipped; skip enqueues NextRunAt's tick when it is the only
+// due tick (on time) and otherwise none, counting all skipped. Under one and skip,
+// NextRunAt becomes the first tick after now.
+const CatchUpScanLimit = 1000
+
+// Valid reports whether c is a known catch-up policy.
+func (c CatchUp) Valid() bool {
+	return c == CatchUpSkip || c == CatchUpOne || c == CatchUpAll
+}
+
+// Normalize fills the template's defaults (queue, payload, max attempts) and validates
+// it with the same rules as a task (CreateParams.Normalize).
+func (t *TaskTemplate) Normalize() error {
+	p := CreateParams{Kind: t.Kind, Queue: t.Queue, Payload: t.Payload, MaxAttempts: t.MaxAttempts}
+	if err := p.Normalize(); err != nil {
+		return fmt.Errorf("task template: %w", err)
+	}
+	t.Queue, t.Payload, t.MaxAttempts = p.Queue, p.Payload, p.MaxAttempts
+	return nil
+}
+
+// Normalize fills defaults (kind, time zone, enabled, catch-up, the template's) and
+// checks everything but the cron spec and time zone, which the adapters check by
+// computing the first tick (an invalid one is ErrInvalid naming the field).
+func (p *ScheduleParams) Normalize() error {
+	if err := ValidateScheduleName(p.Name); err != nil {
+		return err
+	}
+	if p.Kind == "" {
+		p.Kind = ScheduleKindTask
+	}
+	if err := validateScheduleKind(p.Kind); err != nil {
+		return err
+	}
+	if err := validateCronSpec(p.CronSpec); err != nil {
+		return err
+	}
+	if p.Timezone == "" {
+		p.Timezone = "UTC"
+	}
+	if err := validateTimezone(p.Timezone); err != nil {
+		return err
+	}
+	if p.Enabled == nil {
+		enabled := true
+		p.Enabled = &enabled
+	}
+	if p.CatchUp == "" {
+		p.CatchUp = CatchUpOne
+	}
+	if !p.CatchUp.Valid() {
+		return fmt.Errorf("%w: catch_up must be skip, one or all, got %q", ErrInvalid, p.CatchUp)
+	}
+	return p.Task.Normalize()
+}
+
+// Normalize checks the fields an update sets and fills the template's defaults. A
+// Timezone of "" means "UTC".
+func (u *ScheduleUpdate) Normalize() error {
+	if u.CronSpec != nil {
+		if err := validateCronSpec(*u.CronSpec); err != nil {
+			return err
+		}
+	}
+	if u.Timezone != nil {
+		tz := *u.Timezone
+		if tz == "" {
+			tz = "UTC"
+		}
+		if err := validateTimezone(tz); err != nil {
+			return err
+		}
+		u.Timezone = &tz
+	}
+	if u.CatchUp != nil && !u.CatchUp.Valid() {
+		return fmt.Errorf("%w: catch_up must be skip, one or all, got %q", ErrInvalid, *u.CatchUp)
+	}
+	if u.Task != nil {
+		tmpl := *u.Task
+		if err := tmpl.Normalize(); err != nil {
+			return err
+		}
+		u.Task = &tmpl
+	}
+	return nil
+}
+
+func validateScheduleKind(kind string) error {
+	switch kind {
+	case ScheduleKindTask:
+		return nil
+	case ScheduleKindFlow:
+		return fmt.Errorf("%w: kind %q is not supported yet; use %q", ErrInvalid, kind, ScheduleKindTask)
+	}
+	return fmt.Errorf("%w: kind must be %q, got %q", ErrInvalid, ScheduleKindTask, kind)
+}
+
+// maxCronSpecLength and maxTimezoneLength keep absurd input away from the parsers.
+const (
+	maxCronSpecLength = 256
+	maxTimezoneLength = 64
+)
+
+func validateCronSpec(spec string) error {
+	switch {
+	case spec == "":
+		return fmt.Errorf("%w: cron_spec is required", ErrInvalid)
+	case len(spec) > maxCronSpecLength:
+		return fmt.Errorf("%w: cron_spec is longer than %d characters", ErrInvalid, maxCronSpecLength)
+	case !plainText(spec):
+		return fmt.Errorf("%w: cron_spec must be printable UTF-8 text", ErrInvalid)
+	}
+	return nil
+}
+
+func validateTimezone(tz string) error {
+	if len(tz) > maxTimezoneLength {
+		return fmt.Errorf("%w: timezone is longer than %d characters", ErrInvalid, maxTimezoneLength)
+	}
+	if !plainText(tz) {
+		return fmt.Errorf("%w: timezone must be printable UTF-8 text", ErrInvalid)
+	}
+	return nil
+}
+
+// plainText: valid UTF-8 without control characters (PostgreSQL text rejects NUL).
+func plainText(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) && r != '\t' {
+			return false
+		}
+	}
+	return true
 }

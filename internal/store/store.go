@@ -258,6 +258,9 @@ type QueueStats struct {
 // Store is the task store. All methods are safe for concurrent use; ctx comes first and
 // errors are the sentinel errors below, wrapped with context.
 type Store interface {
+	// ScheduleStore is the schedule half (schedule.go): both adapters implement it.
+	ScheduleStore
+
 	// CreateTasks inserts tasks, all or nothing. A task whose idempotency key names a
 	// task that is not DEAD, FAILED or CANCELED is not inserted: its result is that task
 	// with Existing = true. Invalid params fail the whole call with ErrInvalid.

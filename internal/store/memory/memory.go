@@ -43,6 +43,7 @@ type Store struct {
 	subs        map[int]chan string
 	nextSub     int
 	closed      bool
+	schedules   map[string]*schedule // by name; see schedules.go
 }
 
 // entry is one task and everything hanging off it.
@@ -67,6 +68,7 @@ func New() *Store {
 		processing:  map[uuid.UUID]*entry{},
 		counts:      map[string]map[store.Status]int64{},
 		subs:        map[int]chan string{},
+		schedules:   map[string]*schedule{},
 	}
 }
 

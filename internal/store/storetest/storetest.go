@@ -73,6 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Stats", statsTests},
 		{"WaitForTasks", waitTests},
 		{"Concurrency", concurrencyTests},
+		{"Schedules", scheduleTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

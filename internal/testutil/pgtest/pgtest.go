@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/store/postgres"
@@ -54,7 +56,7 @@ func NewDatabase(t testing.TB) string {
 		t.Fatalf("pgtest: connect: %v", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, name, tmpl)); err != nil {
+	if err := createFromTemplate(ctx, conn, name, tmpl); err != nil {
 		t.Fatalf("pgtest: create database: %v", err)
 	}
 	t.Cleanup(func() {
@@ -121,6 +123,9 @@ func ensureTemplate(ctx context.Context, admin string) (string, error) {
 		return name, nil
 	}
 	building := name + "_building"
+	// A build that died half-way may have left its database behind, maybe already marked
+	// as a template (which DROP refuses).
+	_, _ = conn.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s WITH IS_TEMPLATE false`, building))
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, building)); err != nil {
 		return "", err
 	}
@@ -138,11 +143,34 @@ func ensureTemplate(ctx context.Context, admin string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	// Renaming last makes a half-built template impossible to pick up.
+	// No session may be connected to a template while it is cloned, and autovacuum would
+	// connect to a new database with tables: a template that allows no connections never
+	// has one. Renaming last makes a half-built template impossible to pick up.
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s WITH IS_TEMPLATE true ALLOW_CONNECTIONS false`, building)); err != nil {
+		return "", err
+	}
 	if _, err := conn.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s RENAME TO %s`, building, name)); err != nil {
 		return "", err
 	}
 	return name, nil
+}
+
+// createFromTemplate clones tmpl into name. A session still leaving the template (one
+// that connected before ALLOW_CONNECTIONS was turned off) makes PostgreSQL refuse with
+// 55006 object_in_use: that is retried for a while, anything else is not.
+func createFromTemplate(ctx context.Context, conn *pgx.Conn, name, tmpl string) error {
+	for attempt := 1; ; attempt++ {
+		_, err := conn.Exec(ctx, fmt.Sprintf(`CREATE DATABASE %s TEMPLATE %s`, name, tmpl))
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "55006" || attempt == 50 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func randomSuffix() string {

@@ -1,0 +1,411 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/cron"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Schedules (DESIGN.md section 6): the routes under /api/schedules. Every request is
+// checked here before the store sees it: the cron spec and the time zone by internal/cron
+// (the error names the field at fault), the task template by the same rules as
+// POST /api/tasks. The store checks again (the database computes the ticks); these
+// checks make a bad request a clear 400 that changes nothing.
+
+// --- answer shapes ----------------------------------------------------------------------
+
+type scheduleTaskJSON struct {
+	Kind        string          `json:"kind"`
+	Queue       string          `json:"queue"`
+	Payload     json.RawMessage `json:"payload"`
+	MaxAttempts int             `json:"max_attempts"`
+}
+
+type scheduleJSON struct {
+	Name           string           `json:"name"`
+	Kind           string           `json:"kind"`
+	CronSpec       string           `json:"cron_spec"`
+	Timezone       string           `json:"timezone"`
+	Task           scheduleTaskJSON `json:"task"`
+	Enabled        bool             `json:"enabled"`
+	CatchUp        store.CatchUp    `json:"catch_up"`
+	NextRunAt      time.Time        `json:"next_run_at"`
+	LastRunAt      *time.Time       `json:"last_run_at"`
+	LastEnqueuedAt *time.Time       `json:"last_enqueued_at"`
+	CreatedAt      time.Time        `json:"created_at"`
+	UpdatedAt      time.Time        `json:"updated_at"`
+}
+
+type schedulesJSON struct {
+	Schedules []scheduleJSON `json:"schedules"`
+}
+
+// scheduleOut shows a schedule. The store keeps its template normalized (queue, payload
+// and max attempts filled in).
+func scheduleOut(sc *store.Schedule) scheduleJSON {
+	t := sc.Task
+	return scheduleJSON{
+		Name:           sc.Name,
+		Kind:           sc.Kind,
+		CronSpec:       sc.CronSpec,
+		Timezone:       sc.Timezone,
+		Task:           scheduleTaskJSON{Kind: t.Kind, Queue: t.Queue, Payload: t.Payload, MaxAttempts: t.MaxAttempts},
+		Enabled:        sc.Enabled,
+		CatchUp:        sc.CatchUp,
+		NextRunAt:      sc.NextRunAt.UTC(),
+		LastRunAt:      utcPtr(sc.LastRunAt),
+		LastEnqueuedAt: utcPtr(sc.LastEnqueuedAt),
+		CreatedAt:      sc.CreatedAt.UTC(),
+		UpdatedAt:      sc.UpdatedAt.UTC(),
+	}
+}
+
+// --- requests ---------------------------------------------------------------------------
+
+// scheduleTaskRequest is the task template of a create or update: the fields of
+// POST /api/tasks that make sense for every run.
+type scheduleTaskRequest struct {
+	Kind        string          `json:"kind"`
+	Queue       string          `json:"queue"`
+	Payload     json.RawMessage `json:"payload"`
+	MaxAttempts *int            `json:"max_attempts"`
+}
+
+type createScheduleRequest struct {
+	Name     string               `json:"name"`
+	Kind     string               `json:"kind"`
+	CronSpec *string              `json:"cron_spec"`
+	Timezone *string              `json:"timezone"`
+	Task     *scheduleTaskRequest `json:"task"`
+	Enabled  *bool                `json:"enabled"`
+	CatchUp  *string              `json:"catch_up"`
+}
+
+type updateScheduleRequest struct {
+	CronSpec *string              `json:"cron_spec"`
+	Timezone *string              `json:"timezone"`
+	Task     *scheduleTaskRequest `json:"task"`
+	Enabled  *bool                `json:"enabled"`
+	CatchUp  *string              `json:"catch_up"`
+}
+
+type rescheduleRequest struct {
+	NextRunAt *string `json:"next_run_at"`
+}
+
+// decodeCreateSchedule turns the body of POST /api/schedules into checked params.
+func decodeCreateSchedule(body []byte) (store.ScheduleParams, error) {
+	var req createScheduleRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return store.ScheduleParams{}, err
+	}
+	p := store.ScheduleParams{Name: req.Name, Kind: store.ScheduleKindTask, Timezone: "UTC",
+		Enabled: req.Enabled, CatchUp: store.CatchUpOne}
+	if err := store.ValidateScheduleName(req.Name); err != nil {
+		return p, err
+	}
+	if req.Kind != "" && req.Kind != store.ScheduleKindTask {
+		return p, invalidRequest(fmt.Sprintf("kind is the schedule's kind and must be %q, got %q (the handler name goes in task.kind)",
+			store.ScheduleKindTask, req.Kind))
+	}
+	if req.CronSpec == nil {
+		return p, invalidRequest(`cron_spec is required, e.g. "*/5 * * * *" or "@daily"`)
+	}
+	var err error
+	if p.CronSpec, err = checkCronSpec(*req.CronSpec); err != nil {
+		return p, err
+	}
+	if req.Timezone != nil {
+		if p.Timezone, err = checkTimezone(*req.Timezone); err != nil {
+			return p, err
+		}
+	}
+	if req.Task == nil {
+		return p, invalidRequest(`task is required: {"kind": <handler name>, "queue"?, "payload"?, "max_attempts"?}`)
+	}
+	if p.Task, err = req.Task.template(); err != nil {
+		return p, err
+	}
+	if req.CatchUp != nil {
+		if p.CatchUp, err = parseCatchUp(*req.CatchUp); err != nil {
+			return p, err
+		}
+	}
+	// Every store rule too (lengths, what PostgreSQL can hold): what this accepts, the
+	// store accepts.
+	return p, p.Normalize()
+}
+
+// decodeUpdateSchedule turns the body of PATCH /api/schedules/{name} into an update.
+// A task replaces the whole template.
+func decodeUpdateSchedule(body []byte) (store.ScheduleUpdate, error) {
+	var req updateScheduleRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return store.ScheduleUpdate{}, err
+	}
+	var u store.ScheduleUpdate
+	if req.CronSpec == nil && req.Timezone == nil && req.Task == nil && req.Enabled == nil && req.CatchUp == nil {
+		return u, invalidRequest("nothing to update: give one or more of cron_spec, timezone, task, enabled, catch_up")
+	}
+	if req.CronSpec != nil {
+		spec, err := checkCronSpec(*req.CronSpec)
+		if err != nil {
+			return u, err
+		}
+		u.CronSpec = &spec
+	}
+	if req.Timezone != nil {
+		tz, err := checkTimezone(*req.Timezone)
+		if err != nil {
+			return u, err
+		}
+		u.Timezone = &tz
+	}
+	if req.Task != nil {
+		t, err := req.Task.template()
+		if err != nil {
+			return u, err
+		}
+		u.Task = &t
+	}
+	u.Enabled = req.Enabled
+	if req.CatchUp != nil {
+		c, err := parseCatchUp(*req.CatchUp)
+		if err != nil {
+			return u, err
+		}
+		u.CatchUp = &c
+	}
+	return u, u.Normalize()
+}
+
+// template checks the template with the rules of POST /api/tasks and fills its defaults.
+func (req *scheduleTaskRequest) template() (store.TaskTemplate, error) {
+	create := createTaskRequest{Kind: req.Kind, Queue: req.Queue, Payload: req.Payload, MaxAttempts: req.MaxAttempts}
+	p, err := create.params(time.Time{})
+	if err != nil {
+		return store.TaskTemplate{}, prefixError("task: ", err)
+	}
+	return store.TaskTemplate{Kind: p.Kind, Queue: p.Queue, Payload: p.Payload, MaxAttempts: p.MaxAttempts}, nil
+}
+
+// checkCronSpec parses a cron spec and returns it without surrounding blanks.
+func checkCronSpec(spec string) (string, error) {
+	parsed, err := cron.Parse(spec)
+	if err != nil {
+		// A *cron.SpecError reads "<field>: <what is wrong>".
+		return "", invalidRequest(fmt.Sprintf("cron_spec %q is invalid: %v", spec, err))
+	}
+	return parsed.String(), nil
+}
+
+// checkTimezone accepts an IANA zone name that both Go and PostgreSQL read the same way
+// (cron.LoadLocation: not "Local", not an abbreviation such as CET). An explicit "" is
+// refused rather than read as UTC: it is more likely a mistake than a choice.
+func checkTimezone(tz string) (string, error) {
+	if tz == "" {
+		return "", invalidRequest("timezone is empty; give an IANA zone name such as UTC or Europe/Berlin, or leave it out for UTC")
+	}
+	if _, err := cron.LoadLocation(tz); err != nil {
+		return "", invalidRequest(fmt.Sprintf("%v; give an IANA zone name such as UTC or Europe/Berlin", err))
+	}
+	return tz, nil
+}
+
+func parseCatchUp(raw string) (store.CatchUp, error) {
+	switch c := store.CatchUp(strings.ToLower(raw)); c {
+	case store.CatchUpSkip, store.CatchUpOne, store.CatchUpAll:
+		return c, nil
+	}
+	return "", invalidRequest(fmt.Sprintf("catch_up must be skip, one or all, got %q", raw))
+}
+
+// parseRescheduleTime reads the next_run_at of a reschedule. A past time is allowed: the
+// schedule is then due at once.
+func parseRescheduleTime(body []byte) (time.Time, error) {
+	var req rescheduleRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return time.Time{}, err
+	}
+	if req.NextRunAt == nil || *req.NextRunAt == "" {
+		return time.Time{}, invalidRequest("next_run_at is required (an RFC 3339 time such as 2030-01-02T15:04:05Z)")
+	}
+	at, err := time.Parse(time.RFC3339Nano, *req.NextRunAt)
+	if err != nil {
+		return time.Time{}, invalidRequest(fmt.Sprintf("next_run_at must be an RFC 3339 time such as 2030-01-02T15:04:05Z, got %q", *req.NextRunAt))
+	}
+	return at.UTC(), nil
+}
+
+// --- handlers ---------------------------------------------------------------------------
+
+// scheduleName reads the name in the path. A name that breaks the naming rule names no
+// schedule, so it is a 404 like an unknown one.
+func scheduleName(r *http.Request) (string, error) {
+	name := r.PathValue("name")
+	if store.ValidateScheduleName(name) != nil {
+		return "", notFound(fmt.Sprintf("no schedule named %q", name))
+	}
+	return name, nil
+}
+
+// scheduleError words a store's ErrNotFound for the schedule named in the path.
+func scheduleError(name string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound(fmt.Sprintf("no schedule named %q", name))
+	}
+	return err
+}
+
+func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
+	if _, err := queryParams(r); err != nil {
+		return err
+	}
+	list, err := s.cfg.Store.ListSchedules(r.Context())
+	if err != nil {
+		return err
+	}
+	out := schedulesJSON{Schedules: make([]scheduleJSON, len(list))}
+	for i, sc := range list {
+		out.Schedules[i] = scheduleOut(sc)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+	if err != nil {
+		return err
+	}
+	p, err := decodeCreateSchedule(body)
+	if err != nil {
+		return err
+	}
+	sc, err := s.cfg.Store.CreateSchedule(r.Context(), p)
+	if errors.Is(err, store.ErrConflict) {
+		return &apiError{http.StatusConflict, codeConflict, fmt.Sprintf("a schedule named %q already exists", p.Name)}
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/schedules/"+url.PathEscape(sc.Name))
+	writeJSON(w, http.StatusCreated, scheduleOut(sc))
+	return nil
+}
+
+func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
+	return s.scheduleOp(w, r, s.cfg.Store.GetSchedule)
+}
+
+func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) error {
+	return s.scheduleOp(w, r, func(ctx context.Context, name string) (*store.Schedule, error) {
+		body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+		if err != nil {
+			return nil, err
+		}
+		u, err := decodeUpdateSchedule(body)
+		if err != nil {
+			return nil, err
+		}
+		return s.cfg.Store.UpdateSchedule(ctx, name, u)
+	})
+}
+
+func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request) error {
+	return s.scheduleOp(w, r, s.cfg.Store.PauseSchedule)
+}
+
+func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) error {
+	return s.scheduleOp(w, r, s.cfg.Store.ResumeSchedule)
+}
+
+func (s *Server) rescheduleSchedule(w http.ResponseWriter, r *http.Request) error {
+	return s.scheduleOp(w, r, func(ctx context.Context, name string) (*store.Schedule, error) {
+		body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+		if err != nil {
+			return nil, err
+		}
+		at, err := parseRescheduleTime(body)
+		if err != nil {
+			return nil, err
+		}
+		return s.cfg.Store.RescheduleSchedule(ctx, name, at)
+	})
+}
+
+// scheduleOp answers a route that applies op to the schedule named in the path and
+// returns it. Get, pause and resume take no body; one sent anyway is ignored.
+func (s *Server) scheduleOp(w http.ResponseWriter, r *http.Request, op func(context.Context, string) (*store.Schedule, error)) error {
+	name, err := scheduleName(r)
+	if err != nil {
+		return err
+	}
+	sc, err := op(r.Context(), name)
+	if err != nil {
+		return scheduleError(name, err)
+	}
+	writeJSON(w, http.StatusOK, scheduleOut(sc))
+	return nil
+}
+
+// deleteSchedule answers 204. The runs already enqueued stay (they are tasks).
+func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
+	name, err := scheduleName(r)
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Store.DeleteSchedule(r.Context(), name); err != nil {
+		return scheduleError(name, err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// triggerSchedule enqueues one run now, without moving next_run_at, and answers with it.
+func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
+	name, err := scheduleName(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.cfg.Store.TriggerSchedule(r.Context(), name)
+	if err != nil {
+		return scheduleError(name, err)
+	}
+	w.Header().Set("Location", "/api/tasks/"+t.ID.String())
+	writeJSON(w, http.StatusCreated, taskOut(t))
+	return nil
+}
+
+// listScheduleRuns pages the tasks the schedule created, newest first.
+func (s *Server) listScheduleRuns(w http.ResponseWriter, r *http.Request) error {
+	name, err := scheduleName(r)
+	if err != nil {
+		return err
+	}
+	q, err := queryParams(r, "limit", "cursor")
+	if err != nil {
+		return err
+	}
+	p := store.ScheduleRunsParams{Name: name}
+	if p.Cursor, err = single(q, "cursor"); err != nil {
+		return err
+	}
+	if p.Limit, err = limitParam(q, store.DefaultListLimit, store.MaxListLimit); err != nil {
+		return err
+	}
+	tasks, next, err := s.cfg.Store.ListScheduleRuns(r.Context(), p)
+	if err != nil {
+		return scheduleError(name, err)
+	}
+	writeJSON(w, http.StatusOK, taskListJSON{Tasks: tasksOut(tasks), NextCursor: next})
+	return nil
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package cron_test
+
+func init() { raceEnabled = true }

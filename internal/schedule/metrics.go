@@ -1,0 +1,65 @@
+package schedule
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics exports the scheduler's claims to Prometheus. Pass its Observe method as
+// Config.OnClaim.
+type Metrics struct {
+	claims  *prometheus.CounterVec
+	runs    prometheus.Counter
+	skipped prometheus.Counter
+	latency prometheus.Histogram
+}
+
+// NewMetrics registers the schedule metrics with reg. Registering twice with one
+// registry (two schedulers in one process) shares the same collectors.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	return &Metrics{
+		claims: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rota_schedule_claims_total",
+			Help: "ClaimDueSchedules calls, by result (ok or error).",
+		}, []string{"result"})),
+		runs: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rota_schedule_runs_enqueued_total",
+			Help: "Tasks enqueued by schedule claims (one per tick run).",
+		})),
+		skipped: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rota_schedule_ticks_skipped_total",
+			Help: "Missed ticks that a catch-up policy (skip or one) did not run.",
+		})),
+		latency: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "rota_schedule_claim_duration_seconds",
+			Help:    "Latency of ClaimDueSchedules calls.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		})),
+	}
+}
+
+// Observe records one claim.
+func (m *Metrics) Observe(ev ClaimEvent) {
+	if ev.Err != nil {
+		m.claims.WithLabelValues("error").Inc()
+		return
+	}
+	m.claims.WithLabelValues("ok").Inc()
+	m.runs.Add(float64(ev.Runs))
+	m.skipped.Add(float64(ev.Skipped))
+	m.latency.Observe(ev.Latency.Seconds())
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			if existing, ok := already.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err) // a name clash with another metric: a programming error
+	}
+	return c
+}

@@ -1,0 +1,490 @@
+package memory
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/cron"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+var _ store.ScheduleStore = (*Store)(nil)
+
+// schedule is one row of what PostgreSQL keeps in rota.schedules, with its spec parsed
+// and its zone loaded (internal/cron plays rota.next_cron_tick).
+type schedule struct {
+	sc   store.Schedule
+	spec *cron.Spec
+	loc  *time.Location
+}
+
+// never stands in for "no further tick" (a spec that stops firing); it is never due.
+var never = time.Date(9999, 12, 31, 23, 59, 0, 0, time.UTC)
+
+// next is the first tick strictly after t, at the store's precision.
+func (sc *schedule) next(t time.Time) time.Time {
+	n := sc.spec.Next(t, sc.loc)
+	if n.IsZero() {
+		return never
+	}
+	return dbTime(n)
+}
+
+// compileSchedule parses spec and loads tz, failing like rota.next_cron_tick: ErrInvalid
+// naming the field.
+func compileSchedule(spec, tz string, now time.Time) (*cron.Spec, *time.Location, error) {
+	sp, err := cron.Parse(spec)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: cron spec %q: %v", store.ErrInvalid, spec, err)
+	}
+	loc, err := cron.LoadLocation(tz) // the names rota.next_cron_tick accepts
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", store.ErrInvalid, err)
+	}
+	if sp.Next(now, loc).IsZero() {
+		return nil, nil, fmt.Errorf("%w: cron_spec %q never fires", store.ErrInvalid, spec)
+	}
+	return sp, loc, nil
+}
+
+func cloneSchedule(sc *store.Schedule) *store.Schedule {
+	c := *sc
+	c.Task.Payload = bytes.Clone(sc.Task.Payload)
+	c.LastRunAt = cloneTime(sc.LastRunAt)
+	c.LastEnqueuedAt = cloneTime(sc.LastEnqueuedAt)
+	return &c
+}
+
+func (s *Store) lookupSchedule(op, name string) (*schedule, error) {
+	row := s.schedules[name]
+	if row == nil {
+		return nil, fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	}
+	return row, nil
+}
+
+// CreateSchedule adds a schedule; its first run is the first tick after now.
+func (s *Store) CreateSchedule(ctx context.Context, params store.ScheduleParams) (*store.Schedule, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p := params
+	p.Task.Payload = bytes.Clone(p.Task.Payload)
+	if err := p.Normalize(); err != nil {
+		return nil, fmt.Errorf("create schedule: %w", err)
+	}
+	op := fmt.Sprintf("create schedule %q", p.Name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	spec, loc, err := compileSchedule(p.CronSpec, p.Timezone, now)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if s.schedules[p.Name] != nil {
+		return nil, fmt.Errorf("%s: %w: a schedule named %q exists", op, store.ErrConflict, p.Name)
+	}
+	row := &schedule{spec: spec, loc: loc, sc: store.Schedule{
+		Name:      p.Name,
+		Kind:      p.Kind,
+		CronSpec:  p.CronSpec,
+		Timezone:  p.Timezone,
+		Task:      p.Task,
+		Enabled:   *p.Enabled,
+		CatchUp:   p.CatchUp,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}}
+	row.sc.NextRunAt = row.next(now)
+	s.schedules[p.Name] = row
+	return cloneSchedule(&row.sc), nil
+}
+
+// GetSchedule returns one schedule, ErrNotFound when there is none.
+func (s *Store) GetSchedule(ctx context.Context, name string) (*store.Schedule, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	row, err := s.lookupSchedule(fmt.Sprintf("get schedule %q", name), name)
+	if err != nil {
+		return nil, err
+	}
+	return cloneSchedule(&row.sc), nil
+}
+
+// ListSchedules returns every schedule ordered by name.
+func (s *Store) ListSchedules(ctx context.Context) ([]*store.Schedule, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*store.Schedule, 0, len(s.schedules))
+	for _, row := range s.schedules {
+		out = append(out, cloneSchedule(&row.sc))
+	}
+	slices.SortFunc(out, func(a, b *store.Schedule) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// UpdateSchedule changes the fields update sets. A new spec or time zone, or enabling a
+// disabled schedule, recomputes NextRunAt from now.
+func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.ScheduleUpdate) (*store.Schedule, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	op := fmt.Sprintf("update schedule %q", name)
+	u := update
+	if u.Task != nil {
+		tmpl := *u.Task
+		tmpl.Payload = bytes.Clone(tmpl.Payload)
+		u.Task = &tmpl
+	}
+	if err := u.Normalize(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	row, err := s.lookupSchedule(op, name)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	next := *row // the row as updated, committed only when everything is valid
+	sc := &next.sc
+	if u.CronSpec != nil {
+		sc.CronSpec = *u.CronSpec
+	}
+	if u.Timezone != nil {
+		sc.Timezone = *u.Timezone
+	}
+	recompute := u.CronSpec != nil || u.Timezone != nil || (u.Enabled != nil && *u.Enabled && !row.sc.Enabled)
+	if u.CronSpec != nil || u.Timezone != nil {
+		if next.spec, next.loc, err = compileSchedule(sc.CronSpec, sc.Timezone, now); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if u.Task != nil {
+		sc.Task = *u.Task
+	}
+	if u.Enabled != nil {
+		sc.Enabled = *u.Enabled
+	}
+	if u.CatchUp != nil {
+		sc.CatchUp = *u.CatchUp
+	}
+	if recompute {
+		sc.NextRunAt = next.next(now)
+	}
+	sc.UpdatedAt = now
+	*row = next
+	return cloneSchedule(&row.sc), nil
+}
+
+// DeleteSchedule removes a schedule; the tasks it created stay.
+func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.lookupSchedule(fmt.Sprintf("delete schedule %q", name), name); err != nil {
+		return err
+	}
+	delete(s.schedules, name)
+	return nil
+}
+
+// PauseSchedule disables a schedule.
+func (s *Store) PauseSchedule(ctx context.Context, name string) (*store.Schedule, error) {
+	return s.scheduleWrite(ctx, fmt.Sprintf("pause schedule %q", name), name, func(row *schedule, now time.Time) {
+		row.sc.Enabled = false
+	})
+}
+
+// ResumeSchedule enables a disabled schedule from the first tick after now; an enabled
+// schedule is returned unchanged.
+func (s *Store) ResumeSchedule(ctx context.Context, name string) (*store.Schedule, error) {
+	return s.scheduleWrite(ctx, fmt.Sprintf("resume schedule %q", name), name, func(row *schedule, now time.Time) {
+		if !row.sc.Enabled {
+			row.sc.Enabled = true
+			row.sc.NextRunAt = row.next(now)
+		}
+	})
+}
+
+// RescheduleSchedule sets NextRunAt (a time in the past makes the schedule due now).
+func (s *Store) RescheduleSchedule(ctx context.Context, name string, nextRunAt time.Time) (*store.Schedule, error) {
+	op := fmt.Sprintf("reschedule schedule %q", name)
+	if nextRunAt.IsZero() {
+		return nil, fmt.Errorf("%s: %w: next_run_at is required", op, store.ErrInvalid)
+	}
+	return s.scheduleWrite(ctx, op, name, func(row *schedule, now time.Time) {
+		row.sc.NextRunAt = dbTime(nextRunAt)
+	})
+}
+
+func (s *Store) scheduleWrite(ctx context.Context, op, name string, mutate func(row *schedule, now time.Time)) (*store.Schedule, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	row, err := s.lookupSchedule(op, name)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	mutate(row, now)
+	row.sc.UpdatedAt = now
+	return cloneSchedule(&row.sc), nil
+}
+
+// TriggerSchedule enqueues one run now, keyed by the store's clock, without moving
+// NextRunAt. It works on a paused schedule too.
+func (s *Store) TriggerSchedule(ctx context.Context, name string) (*store.Task, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	op := fmt.Sprintf("trigger schedule %q", name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	row, err := s.lookupSchedule(op, name)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	wake := map[string]bool{}
+	task, _, err := s.insertRun(&row.sc.Task, store.ScheduleTriggerKey(name, now), now, now, wake)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	s.notify(wake)
+	return task, nil
+}
+
+// insertRun inserts one run of a template as CreateTasks would, unless a task holds key
+// (then it returns that task and false). Callers hold s.mu.
+func (s *Store) insertRun(tmpl *store.TaskTemplate, key string, scheduledFor, now time.Time, wake map[string]bool) (*store.Task, bool, error) {
+	if e := s.idempotency[key]; e != nil {
+		return cloneTask(&e.task), false, nil
+	}
+	p := store.CreateParams{Kind: tmpl.Kind, Queue: tmpl.Queue, Payload: bytes.Clone(tmpl.Payload),
+		MaxAttempts: tmpl.MaxAttempts, ScheduledFor: scheduledFor, IdempotencyKey: key}
+	if err := p.Normalize(); err != nil {
+		return nil, false, err
+	}
+	e := &entry{task: store.Task{
+		ID:             p.ID,
+		Queue:          p.Queue,
+		Kind:           p.Kind,
+		Payload:        p.Payload,
+		Status:         store.StatusPending,
+		ScheduledFor:   dbTime(p.ScheduledFor),
+		MaxAttempts:    p.MaxAttempts,
+		IdempotencyKey: p.IdempotencyKey,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+	}}
+	s.insert(e, now)
+	if !e.task.ScheduledFor.After(now) {
+		wake[p.Queue] = true
+	}
+	return cloneTask(&e.task), true, nil
+}
+
+// ClaimDueSchedules claims up to Limit due, enabled schedules (earliest next_run_at
+// first) under the store mutex, enqueues their runs per catch-up policy and advances
+// NextRunAt, as queries/schedule_claim.sql and rota.schedule_due_ticks do.
+func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedulesParams) ([]store.ScheduleClaim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	const op = "claim due schedules"
+	if params.Limit < 1 || params.Limit > store.MaxListLimit {
+		return nil, fmt.Errorf("%s: %w: limit must be between 1 and %d, got %d", op, store.ErrInvalid, store.MaxListLimit, params.Limit)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	var due []*schedule
+	for _, row := range s.schedules {
+		if row.sc.Enabled && !row.sc.NextRunAt.After(now) {
+			due = append(due, row)
+		}
+	}
+	slices.SortFunc(due, func(a, b *schedule) int {
+		if c := a.sc.NextRunAt.Compare(b.sc.NextRunAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.sc.Name, b.sc.Name)
+	})
+	if len(due) > params.Limit {
+		due = due[:params.Limit]
+	}
+	slices.SortFunc(due, func(a, b *schedule) int { return cmp.Compare(a.sc.Name, b.sc.Name) })
+
+	// Plan and validate everything before writing anything (the claim is all or nothing,
+	// like the PostgreSQL transaction).
+	type plan struct {
+		row   *schedule
+		ticks []time.Time
+		claim store.ScheduleClaim
+	}
+	plans := make([]plan, len(due))
+	for i, row := range due {
+		ticks, skipped, next := row.dueTicks(now, store.MaxCatchUpRuns, store.CatchUpScanLimit)
+		plans[i] = plan{row: row, ticks: ticks,
+			claim: store.ScheduleClaim{Name: row.sc.Name, SkippedTicks: skipped, NextRunAt: next}}
+		if len(ticks) > 0 {
+			p := store.CreateParams{Kind: row.sc.Task.Kind, Queue: row.sc.Task.Queue,
+				Payload: row.sc.Task.Payload, MaxAttempts: row.sc.Task.MaxAttempts}
+			if err := p.Normalize(); err != nil {
+				return nil, fmt.Errorf("%s: schedule %q: %w", op, row.sc.Name, err)
+			}
+		}
+	}
+	claims := make([]store.ScheduleClaim, len(plans))
+	wake := map[string]bool{}
+	for i, p := range plans {
+		for _, tick := range p.ticks {
+			task, inserted, err := s.insertRun(&p.row.sc.Task, store.ScheduleRunKey(p.row.sc.Name, tick), tick, now, wake)
+			if err != nil { // validated above
+				panic(fmt.Sprintf("memory store: %s: %v", op, err))
+			}
+			if inserted {
+				p.claim.Runs = append(p.claim.Runs, task)
+			}
+		}
+		sc := &p.row.sc
+		sc.NextRunAt = p.claim.NextRunAt
+		if n := len(p.ticks); n > 0 {
+			last, at := p.ticks[n-1], now
+			sc.LastRunAt, sc.LastEnqueuedAt = &last, &at
+		}
+		sc.UpdatedAt = now
+		claims[i] = p.claim
+	}
+	s.notify(wake)
+	return claims, nil
+}
+
+// dueTicks is rota.schedule_due_ticks (migration 0004): the ticks one claim enqueues per
+// catch-up policy, the ticks it skips, and the schedule's next NextRunAt.
+func (sc *schedule) dueTicks(now time.Time, maxRuns, scanLimit int) (ticks []time.Time, skipped int, next time.Time) {
+	first := sc.sc.NextRunAt
+	if first.After(now) {
+		return nil, 0, first
+	}
+	t := first
+	if sc.sc.CatchUp == store.CatchUpAll {
+		for {
+			ticks = append(ticks, t)
+			t = sc.next(t)
+			if t.After(now) || len(ticks) >= maxRuns {
+				return ticks, 0, t
+			}
+		}
+	}
+
+	n, far := 1, false // due ticks counted, t being the last of them
+	var nx time.Time
+	for {
+		nx = sc.next(t)
+		if nx.After(now) {
+			break
+		}
+		t = nx
+		n++
+		if n >= scanLimit {
+			far = true
+			break
+		}
+	}
+	if far {
+		// Bisection for the latest tick <= now. Invariant: t <= now is a due tick and no
+		// tick lies in (hi, now]. It ends with nx = the first tick after t (and after now).
+		hi := now
+		for {
+			nx = sc.next(t)
+			if nx.After(hi) {
+				break
+			}
+			t = nx
+			mid := dbTime(t.Add(hi.Sub(t) / 2))
+			if m := sc.next(mid); !m.After(hi) {
+				t = m
+			} else {
+				hi = mid
+			}
+		}
+	}
+	next = nx
+	switch {
+	case sc.sc.CatchUp == store.CatchUpOne:
+		return []time.Time{t}, n - 1, next
+	case n == 1:
+		return []time.Time{first}, 0, next
+	default:
+		return nil, n, next
+	}
+}
+
+// ListScheduleRuns pages through the tasks a schedule created (claims and triggers),
+// newest first. ErrNotFound when no schedule has the name and no task names it.
+func (s *Store) ListScheduleRuns(ctx context.Context, params store.ScheduleRunsParams) ([]*store.Task, string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	op := fmt.Sprintf("list runs of schedule %q", params.Name)
+	if err := store.ValidateScheduleName(params.Name); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", op, err)
+	}
+	limit, err := store.NormalizeLimit(params.Limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	end := len(s.ids)
+	if params.Cursor != "" {
+		cursor, err := store.DecodeTaskCursor(params.Cursor)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", op, err)
+		}
+		end, _ = slices.BinarySearchFunc(s.ids, cursor, compareIDs)
+	}
+	var out []*store.Task
+	for i := end - 1; i >= 0; i-- {
+		t := &s.tasks[s.ids[i]].task
+		if !isRunOf(t.IdempotencyKey, params.Name) {
+			continue
+		}
+		if len(out) == limit {
+			return out, store.EncodeTaskCursor(out[limit-1].ID), nil
+		}
+		out = append(out, cloneTask(t))
+	}
+	if len(out) == 0 && params.Cursor == "" && s.schedules[params.Name] == nil {
+		return nil, "", fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	}
+	return out, "", nil
+}
+
+// isRunOf mirrors the index tasks_schedule_runs: a "schedule:" key whose second
+// ':'-separated part is the name.
+func isRunOf(key, name string) bool {
+	rest, ok := strings.CutPrefix(key, "schedule:")
+	if !ok {
+		return false
+	}
+	part, _, _ := strings.Cut(rest, ":")
+	return part == name
+}

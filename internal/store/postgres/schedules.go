@@ -1,0 +1,302 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+var _ store.ScheduleStore = (*Store)(nil)
+
+// The schedule statements (queries/schedule_*.sql). Every next_run_at the adapter writes
+// is computed by the database (rota.next_cron_tick), never by this process's clock.
+var (
+	sqlCreateSchedule     = query("schedule_create.sql")
+	sqlGetSchedule        = query("schedule_get.sql")
+	sqlListSchedules      = query("schedule_list.sql")
+	sqlUpdateSchedule     = query("schedule_update.sql")
+	sqlDeleteSchedule     = query("schedule_delete.sql")
+	sqlPauseSchedule      = query("schedule_pause.sql")
+	sqlResumeSchedule     = query("schedule_resume.sql")
+	sqlRescheduleSchedule = query("schedule_reschedule.sql")
+	sqlScheduleTemplate   = query("schedule_template.sql")
+	sqlScheduleExists     = query("schedule_exists.sql")
+	sqlListScheduleRuns   = query("schedule_runs.sql")
+	sqlClaimSchedules     = strings.NewReplacer(
+		"{{max_runs}}", strconv.Itoa(store.MaxCatchUpRuns),
+		"{{scan_limit}}", strconv.Itoa(store.CatchUpScanLimit)).Replace(query("schedule_claim.sql"))
+)
+
+// claimSchedulesSQL is the claim statement for a limit (see queries/schedule_claim.sql for
+// why the limit is in the text).
+func claimSchedulesSQL(limit int) string {
+	return strings.ReplaceAll(sqlClaimSchedules, "{{limit}}", strconv.Itoa(limit))
+}
+
+// SQLSTATE invalid_parameter_value: what rota.next_cron_tick raises, naming the field,
+// for a bad cron spec or time zone.
+const invalidParameterValue = "22023"
+
+// translateSchedule is translate plus the errors only schedule statements produce: a
+// rejected spec or zone is ErrInvalid with the database's message.
+func translateSchedule(op string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == invalidParameterValue {
+		return fmt.Errorf("%s: %w: %s", op, store.ErrInvalid, pgErr.Message)
+	}
+	return translate(op, err)
+}
+
+// scheduleScan holds the scan targets of one schedule row (see queries/schedule_get.sql).
+type scheduleScan struct {
+	sc             store.Schedule
+	payload        []byte
+	maxAttempts    int32
+	catchUp        string
+	lastRunAt      pgtype.Timestamptz
+	lastEnqueuedAt pgtype.Timestamptz
+}
+
+func scanSchedule(row pgx.Row) (*store.Schedule, error) {
+	var s scheduleScan
+	sc := &s.sc
+	if err := row.Scan(&sc.Name, &sc.Kind, &sc.CronSpec, &sc.Timezone, &sc.Task.Kind, &sc.Task.Queue,
+		&s.payload, &s.maxAttempts, &sc.Enabled, &s.catchUp, &sc.NextRunAt, &s.lastRunAt,
+		&s.lastEnqueuedAt, &sc.CreatedAt, &sc.UpdatedAt); err != nil {
+		return nil, err
+	}
+	sc.Task.Payload = json.RawMessage(s.payload)
+	sc.Task.MaxAttempts = int(s.maxAttempts)
+	sc.CatchUp = store.CatchUp(s.catchUp)
+	sc.NextRunAt = sc.NextRunAt.UTC()
+	sc.LastRunAt = timePtr(s.lastRunAt)
+	sc.LastEnqueuedAt = timePtr(s.lastEnqueuedAt)
+	sc.CreatedAt = sc.CreatedAt.UTC()
+	sc.UpdatedAt = sc.UpdatedAt.UTC()
+	out := s.sc
+	return &out, nil
+}
+
+// CreateSchedule inserts a schedule; its first run is the first tick after now.
+func (s *Store) CreateSchedule(ctx context.Context, params store.ScheduleParams) (*store.Schedule, error) {
+	p := params
+	if err := p.Normalize(); err != nil {
+		return nil, fmt.Errorf("create schedule: %w", err)
+	}
+	op := fmt.Sprintf("create schedule %q", p.Name)
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlCreateSchedule, p.Name, p.Kind, p.Task.Kind,
+		p.Task.Queue, []byte(p.Task.Payload), p.Task.MaxAttempts, p.CronSpec, p.Timezone, *p.Enabled,
+		string(p.CatchUp)))
+	if err != nil {
+		return nil, translateSchedule(op, err)
+	}
+	return sc, nil
+}
+
+// GetSchedule returns one schedule, ErrNotFound when there is none.
+func (s *Store) GetSchedule(ctx context.Context, name string) (*store.Schedule, error) {
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlGetSchedule, name))
+	if err != nil {
+		return nil, translateSchedule(fmt.Sprintf("get schedule %q", name), err)
+	}
+	return sc, nil
+}
+
+// ListSchedules returns every schedule ordered by name.
+func (s *Store) ListSchedules(ctx context.Context) ([]*store.Schedule, error) {
+	rows, err := s.pool.Query(ctx, sqlListSchedules)
+	if err != nil {
+		return nil, translateSchedule("list schedules", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Schedule, error) {
+		return scanSchedule(row)
+	})
+	if err != nil {
+		return nil, translateSchedule("list schedules", err)
+	}
+	return out, nil
+}
+
+// UpdateSchedule changes the fields update sets. A new spec or time zone, or enabling a
+// disabled schedule, recomputes NextRunAt from now.
+func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.ScheduleUpdate) (*store.Schedule, error) {
+	op := fmt.Sprintf("update schedule %q", name)
+	u := update
+	if err := u.Normalize(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	var (
+		kind, queue *string
+		payload     []byte
+		maxAttempts *int
+		catchUp     *string
+	)
+	if u.Task != nil {
+		kind, queue, maxAttempts = &u.Task.Kind, &u.Task.Queue, &u.Task.MaxAttempts
+		payload = u.Task.Payload
+	}
+	if u.CatchUp != nil {
+		c := string(*u.CatchUp)
+		catchUp = &c
+	}
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlUpdateSchedule, name, u.CronSpec, u.Timezone,
+		kind, queue, payload, maxAttempts, u.Enabled, catchUp))
+	if err != nil {
+		return nil, translateSchedule(op, err)
+	}
+	return sc, nil
+}
+
+// DeleteSchedule removes a schedule; the tasks it created stay.
+func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
+	op := fmt.Sprintf("delete schedule %q", name)
+	tag, err := s.pool.Exec(ctx, sqlDeleteSchedule, name)
+	if err != nil {
+		return translateSchedule(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	}
+	return nil
+}
+
+// PauseSchedule disables a schedule.
+func (s *Store) PauseSchedule(ctx context.Context, name string) (*store.Schedule, error) {
+	return s.scheduleWrite(ctx, fmt.Sprintf("pause schedule %q", name), sqlPauseSchedule, name)
+}
+
+// ResumeSchedule enables a disabled schedule from the first tick after now; an enabled
+// schedule is returned unchanged.
+func (s *Store) ResumeSchedule(ctx context.Context, name string) (*store.Schedule, error) {
+	return s.scheduleWrite(ctx, fmt.Sprintf("resume schedule %q", name), sqlResumeSchedule, name)
+}
+
+// RescheduleSchedule sets NextRunAt (a time in the past makes the schedule due now).
+func (s *Store) RescheduleSchedule(ctx context.Context, name string, nextRunAt time.Time) (*store.Schedule, error) {
+	op := fmt.Sprintf("reschedule schedule %q", name)
+	if nextRunAt.IsZero() {
+		return nil, fmt.Errorf("%s: %w: next_run_at is required", op, store.ErrInvalid)
+	}
+	return s.scheduleWrite(ctx, op, sqlRescheduleSchedule, name, nextRunAt)
+}
+
+func (s *Store) scheduleWrite(ctx context.Context, op, sql string, args ...any) (*store.Schedule, error) {
+	sc, err := scanSchedule(s.pool.QueryRow(ctx, sql, args...))
+	if err != nil {
+		return nil, translateSchedule(op, err)
+	}
+	return sc, nil
+}
+
+// TriggerSchedule enqueues one run now, keyed by the database's clock, without moving
+// NextRunAt. It works on a paused schedule too.
+func (s *Store) TriggerSchedule(ctx context.Context, name string) (*store.Task, error) {
+	op := fmt.Sprintf("trigger schedule %q", name)
+	var (
+		p           store.CreateParams
+		payload     []byte
+		maxAttempts int32
+		now         time.Time
+	)
+	err := s.pool.QueryRow(ctx, sqlScheduleTemplate, name).Scan(&p.Kind, &p.Queue, &payload, &maxAttempts, &now)
+	if err != nil {
+		return nil, translateSchedule(op, err)
+	}
+	p.Payload, p.MaxAttempts = payload, int(maxAttempts)
+	p.IdempotencyKey = store.ScheduleTriggerKey(name, now)
+	res, err := createTasks(ctx, s.pool, []store.CreateParams{p})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return res[0].Task, nil
+}
+
+// ClaimDueSchedules claims up to Limit due schedules in one statement, atomic by itself
+// (queries/schedule_claim.sql): it locks them (SKIP LOCKED), plans their ticks in the
+// database, advances next_run_at and inserts the runs; a tick whose run exists (its
+// idempotency key is held) is not inserted again.
+func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedulesParams) ([]store.ScheduleClaim, error) {
+	const op = "claim due schedules"
+	if params.Limit < 1 || params.Limit > store.MaxListLimit {
+		return nil, fmt.Errorf("%s: %w: limit must be between 1 and %d, got %d", op, store.ErrInvalid, store.MaxListLimit, params.Limit)
+	}
+	rows, err := s.pool.Query(ctx, claimSchedulesSQL(params.Limit))
+	if err != nil {
+		return nil, translateSchedule(op, err)
+	}
+	defer rows.Close()
+	var claims []store.ScheduleClaim
+	for rows.Next() {
+		var (
+			name    string
+			skipped int32
+			next    time.Time
+			hasRun  bool
+		)
+		task, err := scanTask(rows, &name, &skipped, &next, &hasRun)
+		if err != nil {
+			return nil, translateSchedule(op, err)
+		}
+		if n := len(claims); n == 0 || claims[n-1].Name != name {
+			claims = append(claims, store.ScheduleClaim{Name: name, SkippedTicks: int(skipped), NextRunAt: next.UTC()})
+		}
+		if hasRun {
+			c := &claims[len(claims)-1]
+			c.Runs = append(c.Runs, task)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translateSchedule(op, err)
+	}
+	return claims, nil
+}
+
+// ListScheduleRuns pages through the tasks a schedule created (claims and triggers),
+// newest first. ErrNotFound when no schedule has the name.
+func (s *Store) ListScheduleRuns(ctx context.Context, params store.ScheduleRunsParams) ([]*store.Task, string, error) {
+	op := fmt.Sprintf("list runs of schedule %q", params.Name)
+	if err := store.ValidateScheduleName(params.Name); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", op, err)
+	}
+	limit, err := store.NormalizeLimit(params.Limit)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", op, err)
+	}
+	var after pgtype.UUID
+	if params.Cursor != "" {
+		id, err := store.DecodeTaskCursor(params.Cursor)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", op, err)
+		}
+		after = nullUUID(id)
+	}
+	tasks, err := collectTasks(s.pool.Query(ctx, sqlListScheduleRuns, params.Name, after, limit+1))
+	if err != nil {
+		return nil, "", translateSchedule(op, err)
+	}
+	if len(tasks) == 0 && params.Cursor == "" {
+		var exists bool
+		if err := s.pool.QueryRow(ctx, sqlScheduleExists, params.Name).Scan(&exists); err != nil {
+			return nil, "", translateSchedule(op, err)
+		}
+		if !exists {
+			return nil, "", fmt.Errorf("%s: %w", op, store.ErrNotFound)
+		}
+	}
+	var next string
+	if len(tasks) > limit {
+		tasks = tasks[:limit]
+		next = store.EncodeTaskCursor(tasks[limit-1].ID)
+	}
+	return tasks, next, nil
+}
