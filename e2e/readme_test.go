@@ -37,7 +37,7 @@ func readmeBlock(t *testing.T, name string) string {
 // one with ROTA_ADDR (which rota dev and the client commands both read) and points the
 // curl line at it.
 func TestReadmeQuickStart(t *testing.T) {
-	server, client := readmeBlock(t, "server"), readmeBlock(t, "client")
+	server, client, schedules := readmeBlock(t, "server"), readmeBlock(t, "client"), readmeBlock(t, "schedules")
 	const readmeURL = "http://127.0.0.1:8080"
 	if !strings.Contains(client, readmeURL) {
 		t.Fatalf("the client block no longer calls %s; update this test", readmeURL)
@@ -99,6 +99,15 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Fatalf("the README's client block failed: %v\n%s", err, out)
 	}
 	t.Logf("client block output:\n%s", out)
+
+	// The schedules block, against the same server.
+	cmd = exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", schedules)
+	cmd.Dir, cmd.Env = root, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the README's schedules block failed: %v\n%s", err, out)
+	} else if !strings.Contains(string(out), "nightly-report") {
+		t.Fatalf("the schedules block printed no schedule:\n%s", out)
+	}
 
 	// The curl task and the enqueue --wait task both end SUCCEEDED.
 	waitFor(t, 30*time.Second, "both quick-start tasks to succeed", func() (bool, string) {
