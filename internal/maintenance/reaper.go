@@ -6,9 +6,9 @@ package maintenance
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
+	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -51,19 +51,7 @@ func NewReaper(cfg ReaperConfig) *Reaper {
 
 // Run reaps until ctx ends.
 func (r *Reaper) Run(ctx context.Context) {
-	// The first pass comes soon after start (a restart after a crash recovers quickly),
-	// jittered so a fleet restarting together does not reap in lockstep.
-	t := time.NewTimer(jitter(r.cfg.Interval) / 10)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.Pass(ctx)
-			t.Reset(jitter(r.cfg.Interval))
-		}
-	}
+	loop.Every(ctx, r.cfg.Interval, func(ctx context.Context) { r.Pass(ctx) })
 }
 
 // Pass reaps every currently expired lease and returns how many it reaped.
@@ -94,9 +82,4 @@ func (r *Reaper) Pass(ctx context.Context) int {
 		}
 	}
 	return total
-}
-
-// jitter spreads d by ±10%, so many processes on one database drift apart.
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
 }

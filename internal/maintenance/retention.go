@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -47,17 +48,7 @@ func (r *Retention) Run(ctx context.Context) {
 	if r.cfg.SucceededAfter <= 0 && r.cfg.FailedAfter <= 0 {
 		return
 	}
-	t := time.NewTimer(jitter(r.cfg.Interval) / 10)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			r.Pass(ctx)
-			t.Reset(jitter(r.cfg.Interval))
-		}
-	}
+	loop.Every(ctx, r.cfg.Interval, func(ctx context.Context) { r.Pass(ctx) })
 }
 
 // Pass deletes every task currently past retention and returns how many.

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -44,7 +45,7 @@ func (f *fetcher) run(ctx context.Context) {
 	failures := 0
 	for {
 		if !backlog {
-			poll.Reset(jitter(cfg.PollInterval))
+			poll.Reset(loop.Jitter(cfg.PollInterval))
 			select {
 			case <-ctx.Done():
 				return
@@ -136,11 +137,6 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 		Limit:         n,
 		LeaseDuration: cfg.LeaseDuration,
 	})
-}
-
-// jitter spreads d by ±10%, so many workers polling one database drift apart.
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
 }
 
 // errorBackoff is the pause after the n-th consecutive failure of a background call:

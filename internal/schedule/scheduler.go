@@ -7,10 +7,10 @@ package schedule
 import (
 	"context"
 	"log/slog"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
+	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -80,19 +80,7 @@ func NewScheduler(cfg Config) *Scheduler {
 
 // Run claims until ctx ends.
 func (s *Scheduler) Run(ctx context.Context) {
-	// The first pass comes soon after start (a restart runs what came due meanwhile),
-	// jittered so a fleet restarting together does not claim in lockstep.
-	t := time.NewTimer(jitter(s.cfg.Interval) / 10)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.Pass(ctx)
-			t.Reset(jitter(s.cfg.Interval))
-		}
-	}
+	loop.Every(ctx, s.cfg.Interval, func(ctx context.Context) { s.Pass(ctx) })
 }
 
 // Pass claims every schedule due now, batch after batch until one comes back short,
@@ -165,9 +153,4 @@ func (s *Scheduler) Stats() Stats {
 		LastClaimLatency: time.Duration(s.lastLatency.Load()),
 		MaxClaimLatency:  time.Duration(s.maxLatency.Load()),
 	}
-}
-
-// jitter spreads d by ±10%, so many processes on one database drift apart.
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
 }
