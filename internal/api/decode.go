@@ -69,6 +69,16 @@ func checkContentType(r *http.Request) error {
 // decodeStrict decodes one JSON object from body into dst: unknown fields and anything
 // after the object are rejected, so that a misspelt optional field or two concatenated
 // requests fail loudly instead of being half understood.
+// decodeJSON reads a request body of at most MaxBodyBytes and decodes it strictly into
+// dst: the common case of a handler whose body is one small JSON object.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
+	if err != nil {
+		return err
+	}
+	return decodeStrict(body, dst)
+}
+
 func decodeStrict(body []byte, dst any) error {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 {

@@ -18,12 +18,9 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	if err := store.ValidateName("queue", queue); err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
-	if err != nil {
-		return err
-	}
 	var req claimRequest
-	if err := decodeStrict(body, &req); err != nil {
+	err := s.decodeJSON(w, r, &req)
+	if err != nil {
 		return err
 	}
 	p := store.ClaimParams{Queue: queue, From: s.cfg.ClaimFrom, Limit: 1}
@@ -132,12 +129,8 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
-	if err != nil {
-		return err
-	}
 	var req heartbeatRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
 	p := store.HeartbeatParams{TaskID: id}
@@ -160,12 +153,8 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
-	if err != nil {
-		return err
-	}
 	var req completeRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
 	token, err := parseLeaseToken(req.LeaseToken)
@@ -183,12 +172,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes, false)
-	if err != nil {
-		return err
-	}
 	var req failRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
 	o := store.Outcome{TaskID: id, Kind: store.Retry, RetryStatus: s.cfg.ClaimFrom}
