@@ -1,0 +1,112 @@
+package rota
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Schedule is a cron schedule kept in the database: a 5-field cron spec (cronie
+// semantics), an IANA time zone and the task each tick enqueues. The database computes
+// every fire time (rota.next_cron_tick) and any number of servers claim due schedules
+// without a leader; each tick runs exactly once.
+type Schedule = store.Schedule
+
+// ScheduleParams creates a schedule; its first run is the first tick after now.
+type ScheduleParams = store.ScheduleParams
+
+// ScheduleUpdate changes some fields of a schedule (nil fields stay).
+type ScheduleUpdate = store.ScheduleUpdate
+
+// TaskTemplate is what each run of a schedule enqueues.
+type TaskTemplate = store.TaskTemplate
+
+// CatchUp is what happens to ticks missed while no server claimed the schedule.
+type CatchUp = store.CatchUp
+
+// The catch-up policies.
+const (
+	CatchUpSkip = store.CatchUpSkip // no run for missed ticks
+	CatchUpOne  = store.CatchUpOne  // one run for all missed ticks (the default)
+	CatchUpAll  = store.CatchUpAll  // one run per missed tick, bounded per claim
+)
+
+// CreateSchedule stores a new schedule. An invalid spec or zone is an error wrapping
+// ErrInvalid that names the field; a name in use is ErrConflict.
+func (c *Client) CreateSchedule(ctx context.Context, p ScheduleParams) (*Schedule, error) {
+	return wrapSchedule("create schedule " + p.Name)(c.store.CreateSchedule(ctx, p))
+}
+
+// Schedule returns one schedule, with its next fire time.
+func (c *Client) Schedule(ctx context.Context, name string) (*Schedule, error) {
+	return wrapSchedule("get schedule " + name)(c.store.GetSchedule(ctx, name))
+}
+
+// Schedules lists every schedule by name.
+func (c *Client) Schedules(ctx context.Context) ([]*Schedule, error) {
+	s, err := c.store.ListSchedules(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list schedules: %w", err)
+	}
+	return s, nil
+}
+
+// UpdateSchedule changes a schedule; a new spec or zone recomputes the next fire time.
+func (c *Client) UpdateSchedule(ctx context.Context, name string, u ScheduleUpdate) (*Schedule, error) {
+	return wrapSchedule("update schedule " + name)(c.store.UpdateSchedule(ctx, name, u))
+}
+
+// DeleteSchedule removes a schedule; the tasks it created stay.
+func (c *Client) DeleteSchedule(ctx context.Context, name string) error {
+	if err := c.store.DeleteSchedule(ctx, name); err != nil {
+		return fmt.Errorf("delete schedule %s: %w", name, err)
+	}
+	return nil
+}
+
+// PauseSchedule stops a schedule from firing.
+func (c *Client) PauseSchedule(ctx context.Context, name string) (*Schedule, error) {
+	return wrapSchedule("pause schedule " + name)(c.store.PauseSchedule(ctx, name))
+}
+
+// ResumeSchedule lets it fire again from the next tick after now; ticks missed while
+// paused never run.
+func (c *Client) ResumeSchedule(ctx context.Context, name string) (*Schedule, error) {
+	return wrapSchedule("resume schedule " + name)(c.store.ResumeSchedule(ctx, name))
+}
+
+// RescheduleSchedule sets the next fire time (in the past: it is due at once, and its
+// catch-up policy decides what runs).
+func (c *Client) RescheduleSchedule(ctx context.Context, name string, next time.Time) (*Schedule, error) {
+	return wrapSchedule("reschedule schedule " + name)(c.store.RescheduleSchedule(ctx, name, next))
+}
+
+// TriggerSchedule enqueues one run now without moving the next fire time.
+func (c *Client) TriggerSchedule(ctx context.Context, name string) (*Task, error) {
+	t, err := c.store.TriggerSchedule(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("trigger schedule %s: %w", name, err)
+	}
+	return t, nil
+}
+
+// ScheduleRuns pages the tasks a schedule created, newest first.
+func (c *Client) ScheduleRuns(ctx context.Context, name string, limit int, cursor string) (tasks []*Task, nextCursor string, err error) {
+	tasks, nextCursor, err = c.store.ListScheduleRuns(ctx, store.ScheduleRunsParams{Name: name, Limit: limit, Cursor: cursor})
+	if err != nil {
+		return nil, "", fmt.Errorf("list runs of schedule %s: %w", name, err)
+	}
+	return tasks, nextCursor, nil
+}
+
+// wrapSchedule adds op as context to a store call's error.
+func wrapSchedule(op string) func(*Schedule, error) (*Schedule, error) {
+	return func(s *Schedule, err error) (*Schedule, error) {
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		return s, nil
+	}
+}

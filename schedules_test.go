@@ -1,0 +1,70 @@
+package rota_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rotaqueue/rota"
+)
+
+func TestScheduleOperations(t *testing.T) {
+	eachClient(t, func(t *testing.T, c testClient) {
+		ctx := testContext(t)
+		s, err := c.CreateSchedule(ctx, rota.ScheduleParams{Name: "hourly", CronSpec: "0 * * * *",
+			Timezone: "Europe/Berlin", Task: rota.TaskTemplate{Kind: "noop"}})
+		if err != nil {
+			t.Fatalf("CreateSchedule: %v", err)
+		}
+		if !s.Enabled || s.CatchUp != rota.CatchUpOne || !s.NextRunAt.After(time.Now()) || s.NextRunAt.Minute() != 0 {
+			t.Fatalf("created schedule: %+v", s)
+		}
+		// Bad input is ErrInvalid naming the field, and writes nothing.
+		_, err = c.CreateSchedule(ctx, rota.ScheduleParams{Name: "bad", CronSpec: "61 * * * *", Task: rota.TaskTemplate{Kind: "noop"}})
+		if !errors.Is(err, rota.ErrInvalid) || !strings.Contains(err.Error(), "minute") {
+			t.Fatalf("invalid spec: %v, want ErrInvalid naming minute", err)
+		}
+		if _, err := c.CreateSchedule(ctx, rota.ScheduleParams{Name: "hourly", CronSpec: "* * * * *", Task: rota.TaskTemplate{Kind: "noop"}}); !errors.Is(err, rota.ErrConflict) {
+			t.Fatalf("duplicate name: %v, want ErrConflict", err)
+		}
+		if all, err := c.Schedules(ctx); err != nil || len(all) != 1 {
+			t.Fatalf("Schedules: %d, %v; want only the valid one", len(all), err)
+		}
+
+		// Trigger runs now without moving the next fire time.
+		task, err := c.TriggerSchedule(ctx, "hourly")
+		if err != nil || task.Kind != "noop" {
+			t.Fatalf("TriggerSchedule: %v %v", task, err)
+		}
+		if got, _ := c.Schedule(ctx, "hourly"); !got.NextRunAt.Equal(s.NextRunAt) {
+			t.Fatalf("trigger moved next_run_at from %v to %v", s.NextRunAt, got.NextRunAt)
+		}
+		runs, _, err := c.ScheduleRuns(ctx, "hourly", 10, "")
+		if err != nil || len(runs) != 1 || runs[0].ID != task.ID {
+			t.Fatalf("ScheduleRuns: %v, %v", runs, err)
+		}
+
+		// Pause, resume, reschedule, update, delete.
+		if p, err := c.PauseSchedule(ctx, "hourly"); err != nil || p.Enabled {
+			t.Fatalf("PauseSchedule: %+v %v", p, err)
+		}
+		if r, err := c.ResumeSchedule(ctx, "hourly"); err != nil || !r.Enabled {
+			t.Fatalf("ResumeSchedule: %+v %v", r, err)
+		}
+		at := time.Now().Add(-time.Hour).Truncate(time.Minute).UTC()
+		if r, err := c.RescheduleSchedule(ctx, "hourly", at); err != nil || !r.NextRunAt.Equal(at) {
+			t.Fatalf("RescheduleSchedule: %+v %v", r, err)
+		}
+		spec := "*/5 * * * *"
+		if u, err := c.UpdateSchedule(ctx, "hourly", rota.ScheduleUpdate{CronSpec: &spec}); err != nil || u.CronSpec != spec || u.NextRunAt.Minute()%5 != 0 {
+			t.Fatalf("UpdateSchedule: %+v %v", u, err)
+		}
+		if err := c.DeleteSchedule(ctx, "hourly"); err != nil {
+			t.Fatalf("DeleteSchedule: %v", err)
+		}
+		if _, err := c.Schedule(ctx, "hourly"); !errors.Is(err, rota.ErrNotFound) {
+			t.Fatalf("deleted schedule: %v, want ErrNotFound", err)
+		}
+	})
+}
