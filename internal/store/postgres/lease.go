@@ -40,12 +40,12 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 		if len(params.TaskIDs) == 0 {
 			return []*store.Task{}, nil
 		}
-		rows, err = s.pool.Query(ctx, sqlClaimTasksByID, queue, limit, params.WorkerID,
+		rows, err = s.pool.Query(ctx, sqlClaimTasksByID, planPerCall, queue, limit, params.WorkerID,
 			params.LeaseDuration, params.TaskIDs, string(params.From))
 	case params.From == store.StatusPending:
-		rows, err = s.pool.Query(ctx, sqlClaimPending, queue, limit, params.WorkerID, params.LeaseDuration)
+		rows, err = s.pool.Query(ctx, sqlClaimPending, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration)
 	default:
-		rows, err = s.pool.Query(ctx, sqlClaimEnqueued, queue, limit, params.WorkerID, params.LeaseDuration)
+		rows, err = s.pool.Query(ctx, sqlClaimEnqueued, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration)
 	}
 	tasks, err := collectTasks(rows, err)
 	if err != nil {
@@ -59,7 +59,7 @@ func (s *Store) Heartbeat(ctx context.Context, params store.HeartbeatParams) (*s
 	if params.LeaseDuration <= 0 {
 		return nil, fmt.Errorf("heartbeat: %w: lease duration must be positive, got %s", store.ErrInvalid, params.LeaseDuration)
 	}
-	t, err := scanTask(s.pool.QueryRow(ctx, sqlHeartbeat, params.TaskID, params.LeaseToken, params.LeaseDuration))
+	t, err := scanTask(s.pool.QueryRow(ctx, sqlHeartbeat, planPerCall, params.TaskID, params.LeaseToken, params.LeaseDuration))
 	if err == nil {
 		return t, nil
 	}
@@ -124,7 +124,7 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		return results, nil
 	}
 
-	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, ids, tokens, kinds, errs, retryAts, statuses)
+	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryAts, statuses)
 	if err != nil {
 		return nil, translate("record outcomes", err)
 	}
@@ -172,7 +172,7 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) 
 		return 0, fmt.Errorf("reap expired leases: %w: backoff must not be negative", store.ErrInvalid)
 	}
 	var n int
-	err := s.pool.QueryRow(ctx, sqlReapExpiredLeases, params.Limit, string(retryStatus),
+	err := s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit, string(retryStatus),
 		params.BackoffBase.Seconds(), params.BackoffMax.Seconds()).Scan(&n)
 	if err != nil {
 		return 0, translate("reap expired leases", err)
