@@ -54,6 +54,7 @@ func commands() []command {
 		{"tasks", "list, show, cancel and replay tasks on a server: tasks list|get|cancel|replay|attempts", runTasks},
 		{"dead-letters", "list dead letters and replay them in bulk: dead-letters list|replay", runDeadLetters},
 		{"schedules", "manage cron schedules on a server: schedules list|get|create|update|delete|pause|resume|trigger|reschedule|runs", runSchedules},
+		{"bench", "measure drain throughput, latency and insert rates on PostgreSQL: bench [--workload drain|steady|insert|all]", runBench},
 	}
 }
 
