@@ -10,7 +10,7 @@
 # INSERT ... SELECT generate_series, VACUUM ANALYZEs and CHECKPOINTs, then runs pgbench
 # with --clients clients (one thread each) for --time seconds. One pgbench transaction is
 # what the store-loop baseline of BenchmarkDrainPostgres does per round, as two
-# autocommit statements on a prepared-statement connection:
+# autocommit statements sent the way the store sends them (--mode):
 #
 #   1. claim: internal/store/postgres/queries/claim_tasks.sql, read from the file at run
 #      time, {{status}} = 'PENDING', $1..$4 = 'default', --batch, 'sqlfloor', '1 minute';
@@ -48,12 +48,21 @@
 #                  check, for rows inserted by that transaction): it uses 9 x batch tasks.
 #   --setup FILE   SQL run after the migration, before the load: for experiments (drop an
 #                  index or a constraint, change a storage parameter) measured like the rest
+#   --claim-sql FILE, --outcome-sql FILE
+#                  measure a candidate statement instead of the one in queries/ (same
+#                  parameters, same shape of result)
 #
 # libpq's PGOPTIONS reaches both psql and pgbench, e.g. PGOPTIONS='-c
 # plan_cache_mode=force_generic_plan'; the settings printed are the ones in effect.
 #   --no-bench     stop after loading (and --explain)
 #   --claim-only   run claims only: the verbatim claim, then the aggregated one, --time
 #                  seconds each (tasks are left PROCESSING)
+#   --mode extended|prepared
+#                  extended (default): each statement parsed and planned on every call,
+#                  with its parameters, as the store's planPerCall does (pgx
+#                  QueryExecModeCacheDescribe: an unnamed statement per call).
+#                  prepared: prepared once per connection, PostgreSQL's plan cache decides
+#                  between custom and generic plans (pgx's default statement cache).
 #   --progress S   pgbench's progress report every S seconds (to stderr)
 #   --keep         keep the database (its name is printed)
 #
@@ -65,7 +74,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tasks=500000 duration=20 drain=0 clients=2 batch=50 ids=v7
-explain=0 bench=1 claim_only=0 keep=0 setup='' progress=() server_url=${ROTA_TEST_DATABASE_URL:-}
+explain=0 bench=1 claim_only=0 keep=0 setup='' progress=() mode=extended
+claim_file=internal/store/postgres/queries/claim_tasks.sql
+outcome_file=internal/store/postgres/queries/record_outcomes.sql
+server_url=${ROTA_TEST_DATABASE_URL:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --tasks) tasks=$2; shift ;;
@@ -79,7 +91,10 @@ while [ $# -gt 0 ]; do
     --claim-only) claim_only=1 ;;
     --keep) keep=1 ;;
     --setup) setup=$2; shift ;;
+    --claim-sql) claim_file=$2; shift ;;
+    --outcome-sql) outcome_file=$2; shift ;;
     --progress) progress=(-P "$2"); shift ;;
+    --mode) mode=$2; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     -*) echo "sqlfloor.sh: unknown flag $1 (see --help)" >&2; exit 2 ;;
     *) server_url=$1 ;;
@@ -90,6 +105,7 @@ for n in "$tasks" "$duration" "$clients" "$batch"; do
   case "$n" in ''|*[!0-9]*|0) echo "sqlfloor.sh: numbers must be positive integers, got '$n'" >&2; exit 2 ;; esac
 done
 case "$ids" in v7|random) ;; *) echo "sqlfloor.sh: --ids is v7 or random, got '$ids'" >&2; exit 2 ;; esac
+case "$mode" in extended|prepared) ;; *) echo "sqlfloor.sh: --mode is extended or prepared, got '$mode'" >&2; exit 2 ;; esac
 if [ -z "$server_url" ]; then
   echo "sqlfloor.sh: no server: pass a URL or set ROTA_TEST_DATABASE_URL (eval \"\$(scripts/pg.sh env)\")" >&2
   exit 2
@@ -158,7 +174,8 @@ SQL
 loaded=$(date +%s.%N)
 
 # ---------------------------------------------------------------- what runs where
-echo "== SQL floor: $tasks PENDING noop tasks ($ids ids), batch $batch, $clients clients${setup:+, setup $setup}"
+echo "== SQL floor: $tasks PENDING noop tasks ($ids ids), batch $batch, $clients clients, $mode protocol${setup:+, setup $setup}"
+echo "statements: $claim_file, $outcome_file"
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo), $(uname -sr)"
 q -d "$db_url" -A -t -F ' ' <<'SQL'
 SELECT 'server: ' || version();
@@ -172,8 +189,6 @@ q -d "$db_url" -A -t -c "SELECT 'table: ' || pg_size_pretty(pg_table_size('rota.
 printf 'load: %.1fs (insert, vacuum analyze, checkpoint)\n' "$(echo "$loaded - $started" | bc)"
 
 # ---------------------------------------------------------------- the statements
-claim_file=internal/store/postgres/queries/claim_tasks.sql
-outcome_file=internal/store/postgres/queries/record_outcomes.sql
 # strip_sql FILE: the statement without comment lines or trailing comments (pgbench scripts
 # end a command at ';' and the files have none).
 strip_sql() { sed -e 's/[[:space:]]*--.*$//' -e '/^[[:space:]]*$/d' "$1"; }
@@ -196,8 +211,7 @@ SELECT coalesce(array_agg(id $order), '{}') AS ids,
 FROM claimed"
 
 # shellcheck disable=SC2016 # $1.. are the statements' parameters, not shell variables
-# pgbench variables: in prepared mode (-M prepared) each :name is sent as a parameter of a
-# statement prepared once per connection, as pgx's statement cache does.
+# pgbench variables: in extended and prepared mode each :name is sent as a parameter ($n).
 claim_vars() { sed -e 's/\$1\b/:queue/g' -e 's/\$2\b/:batch/g' -e 's/\$3\b/:worker/g' -e 's/\$4\b/:lease/g'; }
 outcome_vars() {
   # shellcheck disable=SC2016
@@ -216,7 +230,7 @@ pgbench_vars=(-D queue=default -D "batch=$batch" -D worker=sqlfloor -D "lease=1 
 # ---------------------------------------------------------------- explain
 if [ "$explain" = 1 ]; then
   echo
-  echo "== EXPLAIN (ANALYZE, BUFFERS) at $tasks PENDING rows (prepared, autocommit, after 8 warm-up rounds)"
+  echo "== EXPLAIN (ANALYZE, BUFFERS, WAL) at $tasks PENDING rows ($mode: $([ "$mode" = extended ] && echo "custom plans, as planPerCall" || echo "plan cache decides"); autocommit; after 8 warm-up rounds)"
   claim_exec="EXECUTE claim('default', $batch, 'sqlfloor', '1 minute')"
   # The tokens of the tasks just claimed, for the outcome statement.
   take="SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids,
@@ -227,6 +241,7 @@ if [ "$explain" = 1 ]; then
 FROM rota.tasks WHERE status = 'PROCESSING' AND worker_id = 'sqlfloor'"
   outcome_exec="EXECUTE outcome(:'ids', :'tokens', :'kinds', :'errs', :'retry_ats', :'statuses')"
   {
+    if [ "$mode" = extended ]; then echo "SET plan_cache_mode = force_custom_plan;"; fi
     printf 'PREPARE claim(text, bigint, text, interval) AS\n%s;\n' "$claim_sql"
     printf 'PREPARE outcome(uuid[], uuid[], text[], text[], timestamptz[], text[]) AS\n%s;\n' "$outcome_sql"
     for _ in 1 2 3 4 5 6 7 8; do
@@ -253,8 +268,8 @@ run_pgbench() {
   fi
   echo
   echo "== pgbench: $2"
-  echo "$PGBENCH -n -M prepared -c $clients -j $clients ${limit[*]} -r -f <script> ${pgbench_vars[*]}"
-  "$PGBENCH" -n -M prepared -c "$clients" -j "$clients" "${limit[@]}" ${progress[@]+"${progress[@]}"} -r -f "$1" "${pgbench_vars[@]}" "$db_url" \
+  echo "$PGBENCH -n -M $mode -c $clients -j $clients ${limit[*]} -r -f <script> ${pgbench_vars[*]}"
+  "$PGBENCH" -n -M "$mode" -c "$clients" -j "$clients" "${limit[@]}" ${progress[@]+"${progress[@]}"} -r -f "$1" "${pgbench_vars[@]}" "$db_url" \
     > "$work/out" 2> >(tee "$work/err" >&2) || { cat "$work/out" >&2; exit 1; }
   grep -E '^(number of transactions actually processed|number of failed|latency average|tps|  +[0-9.]+ +[0-9]+ +)' "$work/out" \
     | sed -E 's/^( +[0-9.]+ +[0-9]+ +)(.{0,60}).*/\1\2 .../'
