@@ -136,10 +136,12 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 	}
 	for failures := 1; ; failures++ {
 		cctx, cancel := context.WithTimeout(storeCtx, w.cfg.LeaseDuration)
+		start := time.Now()
 		results, err := w.cfg.Store.RecordOutcomes(cctx, outcomes)
+		w.cfg.Observer.CommitDone(len(outcomes), time.Since(start), err)
 		cancel()
 		if err == nil {
-			c.apply(batch, results)
+			c.apply(storeCtx, batch, results)
 			return
 		}
 		if errors.Is(err, store.ErrLeaseLost) { // a whole-call answer: every outcome was rejected
@@ -147,7 +149,7 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 			for i, p := range batch {
 				results[i] = store.OutcomeResult{TaskID: p.o.TaskID, Err: err}
 			}
-			c.apply(batch, results)
+			c.apply(storeCtx, batch, results)
 			return
 		}
 		w.counters.commitErrors.Add(1)
@@ -167,9 +169,11 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 	}
 }
 
-// apply counts and logs what the store did with each outcome.
-func (c *committer) apply(batch []pendingOutcome, results []store.OutcomeResult) {
+// apply counts and logs what the store did with each outcome, then settles the
+// deliveries of a Source: only now, with the outcome committed, may their messages go.
+func (c *committer) apply(ctx context.Context, batch []pendingOutcome, results []store.OutcomeResult) {
 	w := c.w
+	var settled []Settled
 	byID := results
 	if len(results) != len(batch) {
 		byID = nil
@@ -191,14 +195,27 @@ func (c *committer) apply(batch []pendingOutcome, results []store.OutcomeResult)
 		case errors.Is(r.Err, store.ErrLeaseLost):
 			if p.e.leaseLost.CompareAndSwap(false, true) {
 				w.counters.leaseLost.Add(1)
+				w.cfg.Observer.LeaseLost(p.e.task)
 			}
 			w.log.Warn("outcome rejected: the lease was lost", append(attrs, "outcome", p.o.Kind)...)
 		case r.Err != nil:
 			w.counters.commitErrors.Add(1)
 			w.log.Error("outcome not recorded", append(attrs, "outcome", p.o.Kind, "error", r.Err)...)
+			continue // not settled: a Source's delivery is left for redelivery
 		default:
 			c.count(attrs, p.o, r.Status)
+			w.cfg.Observer.OutcomeRecorded(p.e.task, r.Status)
 		}
+		if w.cfg.Source != nil {
+			settled = append(settled, Settled{
+				Delivery: Delivery{Task: p.e.task, Receipt: p.e.receipt},
+				Outcome:  p.o,
+				Result:   r,
+			})
+		}
+	}
+	if len(settled) > 0 {
+		w.cfg.Source.Settle(ctx, settled)
 	}
 }
 

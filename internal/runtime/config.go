@@ -80,6 +80,13 @@ type Config struct {
 	// Default: StatusPending.
 	ClaimFrom store.Status
 
+	// Source, when set, delivers claimed tasks in place of the poll-mode claim (SQS mode;
+	// see Source). ClaimFrom should then be StatusEnqueued. Default: nil (poll mode).
+	Source Source
+
+	// Observer receives the worker's events, for metrics. Default: NopObserver.
+	Observer Observer
+
 	// Logger receives the worker's logs, with keys worker_id, task_id, queue, kind and
 	// attempt. Default: slog.Default().
 	Logger *slog.Logger
@@ -122,6 +129,9 @@ func (cfg Config) withDefaults() Config {
 	cfg.CommitBatch = cmp.Or(cfg.CommitBatch, DefaultCommitBatch)
 	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, DefaultCommitInterval)
 	cfg.ClaimFrom = cmp.Or(cfg.ClaimFrom, store.StatusPending)
+	if cfg.Observer == nil {
+		cfg.Observer = NopObserver{}
+	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return cfg
 }

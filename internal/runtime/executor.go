@@ -23,10 +23,10 @@ type executor struct {
 	wg   sync.WaitGroup
 }
 
-// start registers task for heartbeats and runs it. The caller holds a slot for it.
-func (x *executor) start(task *store.Task) {
+// start registers a claimed task for heartbeats and runs it. The caller holds a slot for it.
+func (x *executor) start(d Delivery) {
 	ctx, cancel := context.WithCancelCause(x.base)
-	e := &inflight{task: task, cancel: cancel, lastBeat: time.Now()}
+	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel, lastBeat: time.Now()}
 	x.w.counters.claimed.Add(1)
 	x.w.registry.add(e)
 	x.wg.Add(1)
@@ -58,9 +58,11 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 			defer cancel()
 		}
 		w.counters.running.Add(1)
+		start := time.Now()
 		err = x.call(actx, entry.wrapped, &Job{Task: *t})
 		w.counters.running.Add(-1)
 		err = explain(actx, err)
+		w.cfg.Observer.HandlerDone(t, time.Since(start), err)
 	}
 	e.finished.Store(true)
 

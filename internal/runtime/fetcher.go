@@ -39,6 +39,10 @@ func (f *fetcher) notify() {
 
 func (f *fetcher) run(ctx context.Context) {
 	cfg := &f.w.cfg
+	if cfg.Source != nil {
+		f.runSource(ctx)
+		return
+	}
 	poll := time.NewTimer(0)
 	defer poll.Stop()
 	backlog := true // claim at once on start
@@ -66,7 +70,9 @@ func (f *fetcher) run(ctx context.Context) {
 			backlog = true
 			continue
 		}
+		start := time.Now()
 		tasks, err := f.claim(ctx, n)
+		cfg.Observer.ClaimDone(f.queue, len(tasks), time.Since(start), err)
 		if err != nil {
 			f.w.capacity.release(f.queue, n)
 			f.w.counters.claimErrors.Add(1)
@@ -86,7 +92,7 @@ func (f *fetcher) run(ctx context.Context) {
 		failures = 0
 		f.w.capacity.release(f.queue, n-len(tasks))
 		for _, t := range tasks {
-			f.w.executor.start(t)
+			f.w.executor.start(Delivery{Task: t})
 		}
 		backlog = len(tasks) == n
 	}

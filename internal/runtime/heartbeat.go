@@ -84,6 +84,9 @@ func (h *heartbeater) beat(ctx context.Context, e *inflight) {
 		}
 	default:
 		e.lastBeat = start
+		if w.cfg.Source != nil {
+			w.cfg.Source.Extend(ctx, Delivery{Task: e.task, Receipt: e.receipt}, w.cfg.LeaseDuration)
+		}
 		if task.CancelRequestedAt != nil && !e.finished.Load() && e.cancelRequested.CompareAndSwap(false, true) {
 			w.log.Info("cancel requested; stopping the handler", taskAttrs(e.task)...)
 			e.cancel(errCancelRequested)
@@ -98,6 +101,7 @@ func (w *Worker) leaseLost(e *inflight, err error) {
 		return
 	}
 	w.counters.leaseLost.Add(1)
+	w.cfg.Observer.LeaseLost(e.task)
 	w.registry.remove(e)
 	e.cancel(errLeaseLost)
 	w.log.Warn("lease lost; stopping the handler", append(taskAttrs(e.task), "error", err)...)

@@ -15,8 +15,9 @@ import (
 // lost). The heartbeat loop keeps its lease alive that whole time, including while the
 // outcome waits in the committer.
 type inflight struct {
-	task   *store.Task
-	cancel context.CancelCauseFunc // cancels the handler's context
+	task    *store.Task
+	receipt any                     // the Source's handle on the delivery (nil in poll mode)
+	cancel  context.CancelCauseFunc // cancels the handler's context
 
 	lastBeat time.Time // claim or last successful heartbeat; only the heartbeat loop touches it
 

@@ -27,6 +27,7 @@ func (r *reaper) run(ctx context.Context) {
 		Logger:      w.log,
 		OnReap: func(n int) {
 			w.counters.reaped.Add(int64(n))
+			w.cfg.Observer.Reaped(n)
 			for _, f := range w.fetchers {
 				f.notify()
 			}

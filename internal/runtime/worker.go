@@ -1,10 +1,12 @@
-// Package runtime is Rota's poll-mode worker runtime: it claims tasks from a Store,
-// runs them with the handlers of a Mux and records their outcomes.
+// Package runtime is Rota's worker runtime: it claims tasks from a Store (poll mode) or
+// takes them from a Source (SQS mode, internal/sqsmode), runs them with the handlers of a
+// Mux and records their outcomes.
 //
 // The pipeline, one background loop per file:
 //
 //	listener (wake-ups) ─┐
 //	fetcher (per queue) ─┴─> executor (bounded goroutines) ─> committer (batched writes)
+//	  or Source.Fetch                                          then Source.Settle
 //	heartbeater: extends the leases of in-flight tasks, delivers cancel requests
 //	reaper: returns tasks whose lease expired to the queue
 //
@@ -118,7 +120,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	heartbeatDone.Go(func() { w.heartbeat.run(heartbeatCtx) })
 	commitDone.Go(func() { w.committer.run(commitCtx) })
 	fetchDone.Go(func() { w.reaper.run(ctx) })
-	fetchDone.Go(func() { w.listener.run(ctx) })
+	if cfg.Source == nil { // a Source waits for work itself
+		fetchDone.Go(func() { w.listener.run(ctx) })
+	}
 	for _, q := range slices.Sorted(maps.Keys(w.fetchers)) {
 		f := w.fetchers[q]
 		fetchDone.Go(func() { f.run(ctx) })

@@ -1,0 +1,36 @@
+package runtime
+
+import (
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Observer receives a worker's events, for metrics (internal/metrics implements it).
+// Its methods are called from the worker's loops and handler goroutines: they must be
+// quick and safe for concurrent use. Embed NopObserver to implement only some.
+type Observer interface {
+	// ClaimDone: one claim (poll mode) or fetch (a Source) returned claimed tasks.
+	ClaimDone(queue string, claimed int, took time.Duration, err error)
+	// HandlerDone: a handler returned (err nil on success) after took.
+	HandlerDone(t *store.Task, took time.Duration, err error)
+	// CommitDone: one RecordOutcomes call for n outcomes.
+	CommitDone(n int, took time.Duration, err error)
+	// OutcomeRecorded: the store recorded t's outcome; status is the task's new status
+	// (SUCCEEDED, PENDING/ENQUEUED for a retry, DEAD, FAILED or CANCELED).
+	OutcomeRecorded(t *store.Task, status store.Status)
+	// LeaseLost: another worker took t over; nothing was recorded for this attempt.
+	LeaseLost(t *store.Task)
+	// Reaped: this worker's reaper returned n tasks with expired leases.
+	Reaped(n int)
+}
+
+// NopObserver ignores every event.
+type NopObserver struct{}
+
+func (NopObserver) ClaimDone(string, int, time.Duration, error)   {}
+func (NopObserver) HandlerDone(*store.Task, time.Duration, error) {}
+func (NopObserver) CommitDone(int, time.Duration, error)          {}
+func (NopObserver) OutcomeRecorded(*store.Task, store.Status)     {}
+func (NopObserver) LeaseLost(*store.Task)                         {}
+func (NopObserver) Reaped(int)                                    {}

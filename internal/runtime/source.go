@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Source delivers claimed tasks in place of the poll-mode claim. SQS mode is one: its
+// workers receive task ids in messages and claim each task in the store before running
+// it (internal/sqsmode). The runtime keeps everything else: capacity, handlers,
+// heartbeats, fenced outcome writes, the reaper.
+//
+// The runtime calls Fetch from one loop per queue, never asking for more tasks than the
+// queue has free slots, and tells the source about each task whose outcome is settled in
+// the store, so that it can acknowledge the delivery only then.
+type Source interface {
+	// Fetch returns up to max tasks of queue that it has claimed for this worker
+	// (PROCESSING, this worker's id, a fresh lease token), waiting for them as long as it
+	// likes (a long poll). When ctx ends it returns promptly with whatever it has already
+	// claimed: a claimed task that is not returned stays leased until a reaper frees it.
+	Fetch(ctx context.Context, queue string, max int) ([]Delivery, error)
+	// Extend is called after each successful heartbeat of a delivered task: the delivery
+	// must stay invisible to other workers for lease more (SQS: the message's visibility).
+	// Failures are the source's to log; the store's lease is what fences the task.
+	Extend(ctx context.Context, d Delivery, lease time.Duration)
+	// Settle is called from the committer after each batch, with the deliveries whose
+	// outcome the store has settled: written (Result.Err == nil) or rejected because the
+	// lease was lost (Result.Err is store.ErrLeaseLost), so the store holds the truth
+	// either way and the delivery can be acknowledged. A delivery whose outcome could not
+	// be written is never settled: it is left for redelivery.
+	Settle(ctx context.Context, settled []Settled)
+}
+
+// Delivery is a task a Source claimed, with the source's handle on the message that
+// brought it.
+type Delivery struct {
+	Task    *store.Task
+	Receipt any // the source's own: an SQS receipt handle, say
+}
+
+// Settled is a delivery whose outcome the store has settled.
+type Settled struct {
+	Delivery Delivery
+	Outcome  store.Outcome       // what the worker reported
+	Result   store.OutcomeResult // what the store did: the new status, or ErrLeaseLost
+}
+
+// runSource is a fetcher's loop when the worker has a Source: there is no poll timer and
+// no wake-up, because Fetch itself waits for work. It asks for as many tasks as there are
+// free slots, up to FetchBatch.
+func (f *fetcher) runSource(ctx context.Context) {
+	w := f.w
+	src := w.cfg.Source
+	failures := 0
+	for {
+		if ctx.Err() != nil || !f.waitForSlots(ctx) {
+			return
+		}
+		n := w.capacity.reserve(f.queue, w.cfg.FetchBatch)
+		if n == 0 {
+			continue
+		}
+		start := time.Now()
+		deliveries, err := src.Fetch(ctx, f.queue, n)
+		if len(deliveries) > n {
+			// A source bug; running more than was reserved would break the capacity
+			// promise, and dropping claimed tasks would strand them. Fail loudly.
+			w.fail(fmt.Errorf("source returned %d tasks for queue %q, asked for at most %d", len(deliveries), f.queue, n))
+			w.capacity.release(f.queue, n)
+			return
+		}
+		w.cfg.Observer.ClaimDone(f.queue, len(deliveries), time.Since(start), err)
+		w.capacity.release(f.queue, n-len(deliveries))
+		for _, d := range deliveries {
+			w.executor.start(d)
+		}
+		if err == nil {
+			failures = 0
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		w.counters.claimErrors.Add(1)
+		if errors.Is(err, store.ErrInvalid) {
+			w.fail(fmt.Errorf("fetch tasks of queue %q: %w", f.queue, err))
+			return
+		}
+		failures++
+		w.log.Warn("fetch tasks failed; retrying", "queue", f.queue, "failures", failures, "error", err)
+		if !sleepCtx(ctx, errorBackoff(failures)) {
+			return
+		}
+	}
+}
