@@ -260,6 +260,8 @@ type QueueStats struct {
 type Store interface {
 	// ScheduleStore is the schedule half (schedule.go): both adapters implement it.
 	ScheduleStore
+	// Insights are the overview's summaries (insights.go).
+	Insights
 
 	// CreateTasks inserts tasks, all or nothing. A task whose idempotency key names a
 	// task that is not DEAD, FAILED or CANCELED is not inserted: its result is that task
@@ -289,6 +291,18 @@ type Store interface {
 	ReplayTask(ctx context.Context, id uuid.UUID) (*Task, error)
 	// ReapExpiredLeases handles PROCESSING tasks whose lease expired; returns how many.
 	ReapExpiredLeases(ctx context.Context, params ReapParams) (int, error)
+
+	// EnqueueDue hands tasks of params.Queue that need an SQS message to send, and marks
+	// the ones send reports as sent ENQUEUED with enqueued_at = now, in one transaction.
+	// A task needs a message when it is PENDING and due, or ENQUEUED and due and either
+	// never sent since it became due (a retry whose backoff has passed, a reaped task) or
+	// last sent more than params.RedeliverAfter ago (its message looks lost). Tasks other
+	// callers hold are skipped (SKIP LOCKED), so enqueuers run side by side and never send
+	// the same task in the same round. Tasks send does not report stay as they were
+	// (eligible next round). send's error is returned (wrapped) after the reported ids
+	// are marked and committed. Invalid params: ErrInvalid, send not called; nothing to
+	// send: send not called. Returns how many tasks were marked. More in enqueue.go.
+	EnqueueDue(ctx context.Context, params EnqueueParams, send func(ctx context.Context, ids []uuid.UUID) (sent []uuid.UUID, err error)) (int, error)
 
 	// ReplayTasks replays up to Limit matching DEAD or FAILED tasks at once, oldest first,
 	// exactly as ReplayTask does for one, and returns them. A task whose idempotency key a

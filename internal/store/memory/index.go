@@ -52,16 +52,24 @@ type claimQueue struct {
 	future minHeap[claimItem]
 	ready  minHeap[claimItem]
 	live   int // tasks currently in this queue and status
+	// valid reports whether an item still stands for its task: claimItem.valid here,
+	// unsentItemValid for the enqueuer's index of unsent ENQUEUED tasks (enqueue.go).
+	valid func(claimItem) bool
+}
+
+func newClaimQueue(valid func(claimItem) bool) *claimQueue {
+	return &claimQueue{
+		future: minHeap[claimItem]{less: dueOrder},
+		ready:  minHeap[claimItem]{less: claimOrder},
+		valid:  valid,
+	}
 }
 
 func (s *Store) claimQueue(queue string, status store.Status) *claimQueue {
 	k := queueStatus{queue, status}
 	cq := s.claimable[k]
 	if cq == nil {
-		cq = &claimQueue{
-			future: minHeap[claimItem]{less: dueOrder},
-			ready:  minHeap[claimItem]{less: claimOrder},
-		}
+		cq = newClaimQueue(claimItem.valid)
 		s.claimable[k] = cq
 	}
 	return cq
@@ -72,23 +80,27 @@ func (s *Store) addClaimable(e *entry, now time.Time) {
 	t := &e.task
 	cq := s.claimQueue(t.Queue, t.Status)
 	cq.live++
-	it := claimItem{e: e, seq: e.seq, priority: t.Priority, at: t.ScheduledFor, id: t.ID}
+	cq.push(claimItem{e: e, seq: e.seq, priority: t.Priority, at: t.ScheduledFor, id: t.ID}, now, cq.live)
+}
+
+// push indexes it; live is how many tasks the queue may hold, for compaction: lazy
+// removal leaves stale items behind, so rebuild when they outnumber live ones.
+func (cq *claimQueue) push(it claimItem, now time.Time, live int) {
 	if it.at.After(now) {
 		cq.future.Push(it)
 	} else {
 		cq.ready.Push(it)
 	}
-	// Lazy removal leaves stale items behind; rebuild when they outnumber live ones.
-	if n := cq.future.Len() + cq.ready.Len(); n > 1024 && n > 2*cq.live {
-		cq.future.Filter(claimItem.valid)
-		cq.ready.Filter(claimItem.valid)
+	if n := cq.future.Len() + cq.ready.Len(); n > 1024 && n > 2*live {
+		cq.future.Filter(cq.valid)
+		cq.ready.Filter(cq.valid)
 	}
 }
 
 // promote moves the items that have come due from future to ready.
 func (cq *claimQueue) promote(now time.Time) {
 	for cq.future.Len() > 0 && !cq.future.Peek().at.After(now) {
-		if it := cq.future.Pop(); it.valid() {
+		if it := cq.future.Pop(); cq.valid(it) {
 			cq.ready.Push(it)
 		}
 	}
@@ -99,7 +111,7 @@ func (cq *claimQueue) next(now time.Time) *entry {
 	cq.promote(now)
 	for cq.ready.Len() > 0 {
 		it := cq.ready.Pop()
-		if it.valid() && it.e.task.AttemptCount < it.e.task.MaxAttempts {
+		if cq.valid(it) && it.e.task.AttemptCount < it.e.task.MaxAttempts {
 			return it.e
 		}
 	}
@@ -111,7 +123,7 @@ func (cq *claimQueue) oldestDue(now time.Time) *time.Time {
 	cq.promote(now)
 	var oldest *time.Time
 	for _, it := range cq.ready.items {
-		if it.valid() && (oldest == nil || it.at.Before(*oldest)) {
+		if cq.valid(it) && (oldest == nil || it.at.Before(*oldest)) {
 			at := it.at
 			oldest = &at
 		}

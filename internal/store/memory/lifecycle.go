@@ -28,6 +28,13 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if p.TaskIDs != nil {
+		// A task an EnqueueDue call is sending is "locked": wait for the mark, as the
+		// PostgreSQL claim by id waits for the enqueuer's row lock.
+		if err := s.waitWhileSending(ctx, p.TaskIDs); err != nil {
+			return nil, fmt.Errorf("claim tasks: %w", err)
+		}
+	}
 	now := s.clock()
 	var picked []*entry
 	if p.TaskIDs != nil { // a restriction, even to nothing
@@ -215,6 +222,9 @@ func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
 			if !o.RetryAt.IsZero() {
 				t.ScheduledFor = dbTime(o.RetryAt)
 			}
+			if to == store.StatusEnqueued {
+				t.EnqueuedAt = nil // needs a new SQS message once due (enqueue.go)
+			}
 		}
 	})
 	return to
@@ -349,6 +359,9 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 				t.CompletedAt = &done
 			} else {
 				t.ScheduledFor = dbTime(now.Add(delay))
+				if to == store.StatusEnqueued {
+					t.EnqueuedAt = nil // needs a new SQS message once due (enqueue.go)
+				}
 			}
 		})
 		if to == store.StatusPending && delay == 0 {

@@ -6,7 +6,8 @@
 // One mutex guards everything. Claims stay cheap however large the backlog: each queue
 // and claimable status has a heap of due tasks (priority desc, scheduled_for, id) fed by a
 // heap of not-yet-due ones, both with lazy removal; expired leases come off a heap ordered
-// by expiry. Every value returned is a deep copy.
+// by expiry. EnqueueDue (SQS mode) reads indexes of its own, in enqueue.go. Every value
+// returned is a deep copy.
 package memory
 
 import (
@@ -44,6 +45,7 @@ type Store struct {
 	nextSub     int
 	closed      bool
 	schedules   map[string]*schedule // by name; see schedules.go
+	enq         enqueueIndex         // what EnqueueDue reads; see enqueue.go
 }
 
 // entry is one task and everything hanging off it.
@@ -151,6 +153,9 @@ func (s *Store) transition(e *entry, to store.Status, now time.Time, mutate func
 	switch {
 	case claimableStatus(to):
 		s.addClaimable(e, now)
+		if to == store.StatusEnqueued {
+			s.indexEnqueued(e, now)
+		}
 	case to == store.StatusProcessing:
 		s.processing[t.ID] = e
 		s.addLease(e)

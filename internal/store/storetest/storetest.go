@@ -68,12 +68,14 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Retention", retentionTests},
 		{"Ping", pingTests},
 		{"Reap", reapTests},
+		{"EnqueueDue", enqueueTests},
 		{"Attempts", attemptTests},
 		{"DeadLetters", deadLetterTests},
 		{"Stats", statsTests},
 		{"WaitForTasks", waitTests},
 		{"Concurrency", concurrencyTests},
 		{"Schedules", scheduleTests},
+		{"Insights", insightsTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

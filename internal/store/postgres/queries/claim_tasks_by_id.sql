@@ -11,12 +11,17 @@
 -- claim" for a task that is about to be claimable. Every locker holds such a row for one
 -- short statement or transaction, never across a handler run.
 WITH due AS (
-    SELECT t.row
+    SELECT t.id
     FROM (SELECT DISTINCT id FROM unnest($5::uuid[]) AS u (id) ORDER BY id) AS want
     CROSS JOIN LATERAL (
-        SELECT ctid AS row, id, status, queue, priority, scheduled_for, attempt_count, max_attempts
+        SELECT id, status, queue, priority, scheduled_for, attempt_count, max_attempts
         FROM rota.tasks
         WHERE id = want.id
+        -- The LIMIT changes no result (ids are unique). It keeps the planner from pushing
+        -- the conditions below into this subquery, under the lock: there they would be
+        -- checked on the version this statement's snapshot sees (still PENDING while the
+        -- enqueuer has not committed), and the row would be skipped instead of waited for.
+        LIMIT 1
         FOR UPDATE
     ) AS t
     WHERE t.status = $6::text
@@ -35,7 +40,11 @@ WITH due AS (
         processing_started_at = now(),
         updated_at = now()
     FROM due
-    WHERE t.ctid = due.row
+    -- By id, not by ctid as claim_tasks.sql does: after a wait, the locked version was
+    -- committed after this statement's snapshot, so a TID scan would not see it. Found
+    -- by id, the snapshot's version leads the update to the latest one (the one locked
+    -- above, which nothing else can change now).
+    WHERE t.id = due.id
     RETURNING t.id, t.queue, t.kind, t.payload, t.status, t.priority, t.scheduled_for,
               t.attempt_count, t.max_attempts, t.idempotency_key, t.timeout_seconds,
               t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,

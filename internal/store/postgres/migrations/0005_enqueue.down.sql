@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS rota.tasks_enqueue_sent;
+DROP INDEX IF EXISTS rota.tasks_enqueue_unsent;

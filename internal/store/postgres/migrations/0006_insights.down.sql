@@ -1,0 +1,1 @@
+DROP INDEX rota.tasks_finished_queue_status;

@@ -1,0 +1,61 @@
+-- EnqueueDue, step 1: locks up to $2 tasks of queue $1 that need an SQS message and
+-- returns their ids, highest priority first, then oldest scheduled_for, then id. $3 is the
+-- redelivery timeout. The caller sends the ids while holding the locks, then marks the
+-- sent ones with enqueue_mark.sql in the same transaction.
+--
+-- Three kinds of task need a message, each read through a partial index that holds only
+-- candidates, so a round never walks the ENQUEUED tasks whose message is in SQS now:
+--   pending: due PENDING tasks (tasks_claim_pending, the poll-mode claim's index);
+--   unsent:  due ENQUEUED tasks not sent since they became due, i.e. retries and reaped
+--            tasks, which record_outcomes.sql and reap_expired_leases.sql leave with
+--            enqueued_at = NULL (tasks_enqueue_unsent);
+--   lost:    ENQUEUED tasks sent more than $3 ago, oldest send first (tasks_enqueue_sent).
+--
+-- FOR UPDATE is not allowed inside a UNION, so each kind is its own CTE with the claim's
+-- proven shape (ordered index scan, LockRows, LIMIT): it locks rows only as it returns
+-- them and steps over rows other enqueuers hold (SKIP LOCKED). The price: when more
+-- than $2 tasks need a message, up to $2 locked rows of the other kinds are not returned;
+-- they are released at commit and stay eligible.
+WITH pending AS (
+    SELECT id, priority, scheduled_for
+    FROM rota.tasks
+    WHERE status = 'PENDING'
+      AND queue = $1
+      AND scheduled_for <= now()
+      AND attempt_count < max_attempts
+    ORDER BY priority DESC, scheduled_for, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), unsent AS (
+    SELECT id, priority, scheduled_for
+    FROM rota.tasks
+    WHERE status = 'ENQUEUED'
+      AND enqueued_at IS NULL
+      AND queue = $1
+      AND scheduled_for <= now()
+      AND attempt_count < max_attempts
+    ORDER BY priority DESC, scheduled_for, id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+), lost AS (
+    SELECT id, priority, scheduled_for
+    FROM rota.tasks
+    WHERE status = 'ENQUEUED'
+      AND queue = $1
+      AND enqueued_at < now() - $3::interval
+      AND scheduled_for <= now()
+      AND attempt_count < max_attempts
+    ORDER BY enqueued_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+SELECT id
+FROM (
+    SELECT * FROM pending
+    UNION ALL
+    SELECT * FROM unsent
+    UNION ALL
+    SELECT * FROM lost
+) AS due
+ORDER BY priority DESC, scheduled_for, id
+LIMIT $2
