@@ -1,11 +1,30 @@
 #!/usr/bin/env bash
 # The whole test suite, provisioning what it needs: PostgreSQL (installed from Debian when
-# missing, started as a private cluster on a free loopback port). Extra arguments go to
+# missing, started as a private cluster on a free loopback port), fauxqs (the SQS emulator,
+# from npm) and Chromium with the browser tests' npm packages. Extra arguments go to
 # `go test` (e.g. scripts/test.sh -run TestCrash ./internal/...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 eval "$(scripts/pg.sh env)"
+
+# Node.js for the npm-based test tools (Debian's nodejs and npm when missing), then fauxqs,
+# the SQS emulator of internal/testutil/sqstest: `npm ci` only when node_modules is missing
+# or older than the lock file.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "test.sh: installing nodejs and npm from Debian" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq nodejs npm >&2
+fi
+fauxqs=tools/fauxqs
+if [ ! -d "$fauxqs/node_modules" ] || [ "$fauxqs/package-lock.json" -nt "$fauxqs/node_modules" ]; then
+  echo "test.sh: npm ci in $fauxqs" >&2
+  (cd "$fauxqs" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  touch "$fauxqs/node_modules" # npm ci may leave its mtime as it was
+fi
+
+scripts/browser.sh # Chromium and tools/browser's npm packages, for e2e/dashboard_test.go
 export ROTA_REQUIRE_INTEGRATION=1
 
 if [ $# -eq 0 ]; then

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/rotaqueue/rota/internal/api"
+	"github.com/rotaqueue/rota/internal/dashboard"
 	"github.com/rotaqueue/rota/internal/handlers"
+	"github.com/rotaqueue/rota/internal/metrics"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/schedule"
 	"github.com/rotaqueue/rota/internal/store/memory"
@@ -54,14 +54,24 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	st := memory.New()
 	defer st.Close()
-	apiServer, err := api.New(api.Config{Store: st, Token: *srvFlags.token, MetricsAuth: *srvFlags.metricsAuth, Logger: logger})
+	// Every component registers its metrics with reg, which the API serves at /metrics.
+	reg := metrics.NewRegistry()
+	taskMetrics := metrics.New(reg)
+	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: st, Logger: logger}))
+	counted := taskMetrics.CountEnqueued(st) // for the components that create tasks
+	dash, err := dashboard.New(dashboard.Config{Store: counted, Token: *srvFlags.token, Logger: logger})
+	if err != nil {
+		return err
+	}
+	apiServer, err := api.New(api.Config{Store: counted, Token: *srvFlags.token, MetricsAuth: *srvFlags.metricsAuth,
+		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger})
 	if err != nil {
 		return err
 	}
 	mux := runtime.NewMux()
 	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts)})
 	worker, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, Queues: queueLimits,
-		Concurrency: *concurrency, Logger: logger})
+		Concurrency: *concurrency, Observer: taskMetrics, Logger: logger})
 	if err != nil {
 		return usagef("dev: %v", err)
 	}
@@ -71,8 +81,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	printURL(stdout, "rota dev", ln)
 	fmt.Fprintln(stdout, "in-memory store: tasks are lost when this process stops; use 'rota serve' for PostgreSQL")
-	scheduler := schedule.NewScheduler(schedule.Config{Store: st, Interval: *srvFlags.scheduleInterval, Logger: logger,
-		OnClaim: schedule.NewMetrics(prometheus.DefaultRegisterer).Observe})
+	scheduler := schedule.NewScheduler(schedule.Config{Store: counted, Interval: *srvFlags.scheduleInterval, Logger: logger,
+		OnClaim: schedule.NewMetrics(reg).Observe})
 	return runConcurrently(ctx,
 		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer, logger) },
 		worker.Run,

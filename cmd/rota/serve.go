@@ -10,10 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/rotaqueue/rota/internal/api"
+	"github.com/rotaqueue/rota/internal/dashboard"
 	"github.com/rotaqueue/rota/internal/maintenance"
+	"github.com/rotaqueue/rota/internal/metrics"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/schedule"
 	"github.com/rotaqueue/rota/internal/store/postgres"
@@ -59,6 +59,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	retainSucceeded := fs.Duration("retain-succeeded", envDuration("ROTA_RETAIN_SUCCEEDED", 7*24*time.Hour), "delete SUCCEEDED and CANCELED tasks this long after they finish; 0 keeps them (ROTA_RETAIN_SUCCEEDED)")
 	retainFailed := fs.Duration("retain-failed", envDuration("ROTA_RETAIN_FAILED", 30*24*time.Hour), "delete DEAD and FAILED tasks this long after they finish; 0 keeps them (ROTA_RETAIN_FAILED)")
 	retentionInterval := fs.Duration("retention-interval", envDuration("ROTA_RETENTION_INTERVAL", time.Minute), "how often the retention clean-up runs (ROTA_RETENTION_INTERVAL)")
+	sqsF := registerSQSServeFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -76,8 +77,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch *mode {
 	case "poll":
+		if err := modeOnlyFlags(fs, "poll", sqsServeFlagNames...); err != nil {
+			return err
+		}
 	case "sqs":
-		return usagef("serve --mode sqs is not available yet in this build; use --mode poll")
+		if err := sqsF.check(); err != nil {
+			return err
+		}
 	default:
 		return usagef("--mode %q: want poll or sqs", *mode)
 	}
@@ -103,7 +109,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	st := postgres.New(pool)
 	defer st.Close()
 
-	apiServer, err := api.New(api.Config{Store: st, Token: *srvFlags.token, MetricsAuth: *srvFlags.metricsAuth, Logger: logger})
+	// Every component registers its metrics with reg, which the API serves at /metrics.
+	reg := metrics.NewRegistry()
+	taskMetrics := metrics.New(reg)
+	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: st, Logger: logger}))
+	counted := taskMetrics.CountEnqueued(st) // for the components that create tasks
+
+	dash, err := dashboard.New(dashboard.Config{Store: counted, Token: *srvFlags.token, Logger: logger})
+	if err != nil {
+		return err
+	}
+	apiServer, err := api.New(api.Config{Store: counted, Token: *srvFlags.token, MetricsAuth: *srvFlags.metricsAuth,
+		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger, ClaimFrom: claimStatus(*mode)})
+	if err != nil {
+		return err
+	}
+	// SQS mode: connect now, so that a missing queue fails the start.
+	enqueuer, err := sqsF.enqueuer(ctx, *mode, st, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -115,16 +137,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	logger.Info("server started", "addr", ln.Addr().String(), "mode", *mode, "auth", *srvFlags.token != "")
 
 	reaper := maintenance.NewReaper(maintenance.ReaperConfig{Store: st, Interval: *reapInterval,
-		BackoffBase: runtime.DefaultBackoffBase, BackoffMax: runtime.DefaultBackoffMax, Logger: logger})
+		BackoffBase: runtime.DefaultBackoffBase, BackoffMax: runtime.DefaultBackoffMax, Logger: logger,
+		RetryStatus: claimStatus(*mode),
+		OnReap:      taskMetrics.Reaped})
 	retention := maintenance.NewRetention(maintenance.RetentionConfig{Store: st, Interval: *retentionInterval,
 		SucceededAfter: *retainSucceeded, FailedAfter: *retainFailed, Logger: logger})
-	scheduler := schedule.NewScheduler(schedule.Config{Store: st, Interval: *srvFlags.scheduleInterval, Logger: logger,
-		OnClaim: schedule.NewMetrics(prometheus.DefaultRegisterer).Observe})
+	scheduler := schedule.NewScheduler(schedule.Config{Store: counted, Interval: *srvFlags.scheduleInterval, Logger: logger,
+		OnClaim: schedule.NewMetrics(reg).Observe})
 	err = runConcurrently(ctx,
 		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer, logger) },
 		func(ctx context.Context) error { reaper.Run(ctx); return nil },
 		func(ctx context.Context) error { retention.Run(ctx); return nil },
 		func(ctx context.Context) error { scheduler.Run(ctx); return nil },
+		enqueuer,
 	)
 	logger.Info("server stopped")
 	return err

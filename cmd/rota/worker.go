@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/handlers"
+	"github.com/rotaqueue/rota/internal/metrics"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
@@ -28,6 +29,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	reapInterval := fs.Duration("reap-interval", envDuration("ROTA_REAP_INTERVAL", 0), "how often expired leases are reaped (0 = runtime default, negative disables)")
 	grace := fs.Duration("shutdown-grace", envDuration("ROTA_SHUTDOWN_GRACE", 0), "how long running handlers may finish after a stop signal (0 = runtime default)")
 	allowHosts := fs.String("http-allow-hosts", envOr("ROTA_HTTP_ALLOW_HOSTS", ""), "hosts the http handler may call, comma-separated; empty = any (ROTA_HTTP_ALLOW_HOSTS)")
+	metricsAddr := fs.String("metrics-addr", envOr("ROTA_METRICS_ADDR", ""), "address to serve /metrics and /healthz on, for Prometheus; empty = off (ROTA_METRICS_ADDR)")
+	sqsF := registerSQSWorkerFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -42,14 +45,24 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	switch *mode {
 	case "poll":
+		if err := modeOnlyFlags(fs, "poll", sqsWorkerFlagNames...); err != nil {
+			return err
+		}
 	case "sqs":
-		return usagef("worker --mode sqs is not available yet in this build; use --mode poll")
+		if err := modeOnlyFlags(fs, "sqs", "poll-interval"); err != nil {
+			return err
+		}
 	default:
 		return usagef("--mode %q: want poll or sqs", *mode)
 	}
 	queueLimits, err := parseQueues(*queues)
 	if err != nil {
 		return err
+	}
+	if *mode == "sqs" {
+		if err := sqsF.check(queueLimits); err != nil {
+			return err
+		}
 	}
 	if *concurrency < 0 {
 		return usagef("--concurrency must be 0 or more")
@@ -70,9 +83,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	mux := runtime.NewMux()
 	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts)})
 
-	w, err := runtime.NewWorker(runtime.Config{
+	reg := metrics.NewRegistry()
+	cfg := runtime.Config{
 		Store:         st,
 		Mux:           mux,
+		Observer:      metrics.New(reg),
 		WorkerID:      *workerID,
 		Queues:        queueLimits,
 		Concurrency:   *concurrency,
@@ -81,13 +96,33 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		ReapInterval:  *reapInterval,
 		ShutdownGrace: *grace,
 		Logger:        logger,
-	})
+	}
+	if *mode == "sqs" {
+		closeSource, err := sqsF.configure(ctx, &cfg, reg, logger)
+		if err != nil {
+			return err
+		}
+		defer closeSource() // after Run: the source's last deletes
+	}
+	w, err := runtime.NewWorker(cfg)
 	if err != nil {
 		return usagef("worker: %v", err)
 	}
-	logger.Info("worker started", "mode", *mode, "queues", *queues)
+	run := w.Run
+	if *metricsAddr != "" {
+		ln, err := listen(*metricsAddr)
+		if err != nil {
+			return err
+		}
+		printURL(stdout, "rota worker metrics", ln)
+		run = func(ctx context.Context) error {
+			return runConcurrently(ctx, w.Run,
+				func(ctx context.Context) error { return metrics.Serve(ctx, ln, metrics.NewEndpoint(reg), logger) })
+		}
+	}
+	logger.Info("worker started", "worker_id", w.ID(), "mode", *mode, "queues", *queues)
 	start := time.Now()
-	err = w.Run(ctx)
+	err = run(ctx)
 	logger.Info("worker stopped", "uptime", time.Since(start).Round(time.Millisecond).String())
 	return err
 }

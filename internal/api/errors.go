@@ -95,7 +95,7 @@ func (s *Server) serveError(w http.ResponseWriter, r *http.Request, err error) {
 		// The client went away; nobody reads the answer, and it is not a server fault.
 		writeError(w, 499, codeUnavailable, "request canceled")
 	default:
-		s.cfg.Logger.Error("api: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.cfg.Logger.Error("api: internal error", "method", r.Method, "path", r.URL.Path, "error", err)
 		writeError(w, http.StatusInternalServerError, codeInternal, "internal error")
 	}
 }

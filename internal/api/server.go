@@ -42,6 +42,9 @@ type Config struct {
 	// MetricsHandler serves GET /metrics. Default: promhttp.Handler() (the default
 	// Prometheus registry).
 	MetricsHandler http.Handler
+	// Dashboard, when set, serves every path outside /api, /healthz, /readyz and
+	// /metrics (the web UI, with its own login). Default: none (those paths get 404).
+	Dashboard http.Handler
 
 	// Logger receives the details of internal errors (which clients only see as
 	// "internal") and of wake-up subscription failures. Default: slog.Default().
@@ -261,6 +264,10 @@ func (s *Server) route(method, pattern string, h http.Handler) {
 // ServeHTTP authenticates the request and routes it; requests no route takes get a JSON
 // 404 or 405 rather than ServeMux's plain-text ones.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Dashboard != nil && !apiPath(r.URL.Path) {
+		s.cfg.Dashboard.ServeHTTP(w, r)
+		return
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -282,6 +289,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// apiPath reports whether path is the API's (or a probe's) rather than the dashboard's.
+func apiPath(path string) bool {
+	switch path {
+	case "/api", "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return strings.HasPrefix(path, "/api/")
 }
 
 // needsToken reports whether r must carry the token. It lists what stays open rather

@@ -310,7 +310,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.cfg.Store.Ping(ctx); err != nil {
-		s.cfg.Logger.Warn("api: readiness check failed", "err", err)
+		s.cfg.Logger.Warn("api: readiness check failed", "error", err)
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "the store is not reachable")
 		return nil
 	}

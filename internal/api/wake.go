@@ -67,7 +67,7 @@ func (k *waker) run() {
 	defer k.wg.Done()
 	ch, err := k.store.WaitForTasks(k.ctx)
 	if err != nil && k.ctx.Err() == nil {
-		k.log.Warn("api: cannot subscribe to task wake-ups; waiting claims poll instead", "err", err)
+		k.log.Warn("api: cannot subscribe to task wake-ups; waiting claims poll instead", "error", err)
 	}
 	if err == nil {
 		for queue := range ch {

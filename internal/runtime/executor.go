@@ -28,6 +28,7 @@ func (x *executor) start(d Delivery) {
 	ctx, cancel := context.WithCancelCause(x.base)
 	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel, lastBeat: time.Now()}
 	x.w.counters.claimed.Add(1)
+	x.w.cfg.Observer.TaskClaimed(d.Task)
 	x.w.registry.add(e)
 	x.wg.Add(1)
 	go x.run(ctx, e)

@@ -12,6 +12,9 @@ import (
 type Observer interface {
 	// ClaimDone: one claim (poll mode) or fetch (a Source) returned claimed tasks.
 	ClaimDone(queue string, claimed int, took time.Duration, err error)
+	// TaskClaimed: t was claimed (or delivered by a Source) and is about to run; called
+	// once per attempt, before HandlerDone.
+	TaskClaimed(t *store.Task)
 	// HandlerDone: a handler returned (err nil on success) after took.
 	HandlerDone(t *store.Task, took time.Duration, err error)
 	// CommitDone: one RecordOutcomes call for n outcomes.
@@ -28,7 +31,10 @@ type Observer interface {
 // NopObserver ignores every event.
 type NopObserver struct{}
 
+var _ Observer = NopObserver{}
+
 func (NopObserver) ClaimDone(string, int, time.Duration, error)   {}
+func (NopObserver) TaskClaimed(*store.Task)                       {}
 func (NopObserver) HandlerDone(*store.Task, time.Duration, error) {}
 func (NopObserver) CommitDone(int, time.Duration, error)          {}
 func (NopObserver) OutcomeRecorded(*store.Task, store.Status)     {}

@@ -198,6 +198,7 @@ type countingObserver struct {
 	runtime.NopObserver
 	mu       sync.Mutex
 	claimed  int
+	started  map[string]int // by kind
 	handled  int
 	recorded map[store.Status]int
 	commits  int
@@ -206,6 +207,12 @@ type countingObserver struct {
 func (o *countingObserver) ClaimDone(_ string, n int, _ time.Duration, _ error) {
 	o.mu.Lock()
 	o.claimed += n
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) TaskClaimed(t *store.Task) {
+	o.mu.Lock()
+	o.started[t.Kind]++
 	o.mu.Unlock()
 }
 
@@ -231,7 +238,7 @@ func TestObserverSeesClaimsHandlersAndOutcomes(t *testing.T) {
 	mux := runtime.NewMux()
 	mux.HandleFunc("noop", func(ctx context.Context, job *runtime.Job) error { return nil })
 	mux.HandleFunc("fail", func(ctx context.Context, job *runtime.Job) error { return errors.New("boom") })
-	obs := &countingObserver{recorded: map[store.Status]int{}}
+	obs := &countingObserver{started: map[string]int{}, recorded: map[store.Status]int{}}
 	cfg := testConfig(t)
 	cfg.Observer = obs
 	h := newHarness(t, mux, cfg).start()
@@ -250,6 +257,9 @@ func TestObserverSeesClaimsHandlersAndOutcomes(t *testing.T) {
 	defer obs.mu.Unlock()
 	if obs.claimed != 12 || obs.handled != 12 {
 		t.Errorf("observed %d claimed and %d handled, want 12 each (10 noop, 2 attempts of fail)", obs.claimed, obs.handled)
+	}
+	if obs.started["noop"] != 10 || obs.started["fail"] != 2 {
+		t.Errorf("TaskClaimed by kind %v, want noop:10 fail:2", obs.started)
 	}
 	if obs.recorded[store.StatusPending] != 1 || obs.recorded[store.StatusDead] != 1 {
 		t.Errorf("recorded %v, want one retry (PENDING) and one DEAD", obs.recorded)

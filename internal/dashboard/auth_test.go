@@ -1,0 +1,263 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/api"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+const testToken = "s3cret-token-of-the-api"
+
+// login posts the token and returns the browser's session cookie.
+func login(t *testing.T, b *browser, next string) *http.Cookie {
+	t.Helper()
+	p := b.post("/login", url.Values{"token": {testToken}, "next": {next}}).want(t, http.StatusSeeOther)
+	if loc := p.header.Get("Location"); loc != next {
+		t.Fatalf("login went to %q, want %q", loc, next)
+	}
+	c := b.cookies[sessionCookie]
+	if c == nil {
+		t.Fatal("login set no session cookie")
+	}
+	return c
+}
+
+func TestLoginRequired(t *testing.T) {
+	st := memoryStore(t)
+	task := createTask(t, st, store.CreateParams{})
+	d := newDashboard(t, Config{Store: st, Token: testToken})
+	b := newBrowser(t, d)
+
+	// Every page redirects to the login, remembering where it was going.
+	for path, next := range map[string]string{
+		"/":                          "%2F",
+		"/tasks?status=PENDING":      "%2Ftasks%3Fstatus%3DPENDING",
+		"/tasks/" + task.ID.String(): "%2Ftasks%2F" + task.ID.String(),
+		"/dead-letters":              "%2Fdead-letters",
+		"/schedules":                 "%2Fschedules",
+		"/schedules/x":               "%2Fschedules%2Fx",
+		"/no-such-page":              "%2Fno-such-page",
+	} {
+		p := b.get(path).want(t, http.StatusSeeOther)
+		if loc := p.header.Get("Location"); loc != "/login?next="+next {
+			t.Errorf("GET %s: Location %q, want /login?next=%s", path, loc, next)
+		}
+	}
+	// A live-update fetch is redirected too (the script then loads the login page).
+	b.partial("/tasks").want(t, http.StatusSeeOther)
+
+	// Every POST is refused without a redirect, and changes nothing.
+	for _, path := range []string{"/tasks/" + task.ID.String() + "/cancel", "/tasks/" + task.ID.String() + "/replay",
+		"/dead-letters/replay", "/schedules/x/pause", "/logout"} {
+		p := b.post(path, url.Values{"csrf": {d.keys.csrfToken("")}}).want(t, http.StatusForbidden)
+		p.wantFlash(t, "error", "not logged in")
+	}
+	wantStatus(t, st, task.ID, store.StatusPending)
+
+	// The login page and the assets are public.
+	b.get("/login").want(t, http.StatusOK).contains(t, `<form id="login-form" method="post" action="/login">`,
+		`<input id="token" name="token" type="password"`, `<button id="login-submit" type="submit"`).lacks(t, `data-nav=`)
+	css, _ := d.assets.url("app.css")
+	b.get(css).want(t, http.StatusOK)
+}
+
+func TestLogin(t *testing.T) {
+	st := memoryStore(t)
+	d := newDashboard(t, Config{Store: st, Token: testToken})
+	b := newBrowser(t, d)
+
+	// A wrong token re-renders the form with an error and sets no cookie.
+	for _, wrong := range []string{"", "wrong", testToken[:5], testToken + "x"} {
+		p := b.post("/login", url.Values{"token": {wrong}, "next": {"/tasks"}}).want(t, http.StatusUnauthorized)
+		p.wantFlash(t, "error", "Wrong token").contains(t, `id="login-form"`, `name="next" value="/tasks"`)
+		if len(p.setCookies) != 0 || len(b.cookies) != 0 {
+			t.Fatalf("a wrong token set cookies: %v", p.setCookies)
+		}
+	}
+
+	c := login(t, b, "/tasks?status=DEAD")
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
+		t.Fatalf("cookie %+v: want HttpOnly, SameSite=Strict, Path=/, not Secure over plain HTTP", c)
+	}
+	if c.Value == testToken || strings.Contains(c.Value, testToken) || c.MaxAge != int(DefaultSessionTTL/time.Second) {
+		t.Fatalf("cookie value %q / max-age %d: must not be the token, and last the session TTL", c.Value, c.MaxAge)
+	}
+	b.get("/").want(t, http.StatusOK).contains(t, `<button id="logout" type="submit"`)
+	b.get("/login?next=/schedules").want(t, http.StatusSeeOther) // already logged in: go on
+
+	// The redirect target stays on this site.
+	for _, next := range []string{"https://evil.example/", "//evil.example/x", `/\evil.example`, "javascript:alert(1)", "/login"} {
+		nb := newBrowser(t, d)
+		p := nb.post("/login", url.Values{"token": {testToken}, "next": {next}}).want(t, http.StatusSeeOther)
+		if loc := p.header.Get("Location"); loc != "/" {
+			t.Errorf("next %q: went to %q, want /", next, loc)
+		}
+	}
+
+	// Logout clears the cookie; pages then redirect again.
+	p := b.post("/logout", url.Values{"csrf": {b.csrf("/")}}).want(t, http.StatusSeeOther)
+	if p.header.Get("Location") != "/login" || b.cookies[sessionCookie] != nil {
+		t.Fatalf("logout: Location %q, cookie %v", p.header.Get("Location"), b.cookies[sessionCookie])
+	}
+	b.get("/").want(t, http.StatusSeeOther)
+}
+
+func TestSessionCookieOverTLSIsSecure(t *testing.T) {
+	d := newDashboard(t, Config{Store: memoryStore(t), Token: testToken})
+	b := newBrowser(t, d)
+	b.tls = true
+	if c := login(t, b, "/"); !c.Secure {
+		t.Fatal("session cookie set over TLS is not Secure")
+	}
+}
+
+func TestSessionChecks(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
+	d := newDashboard(t, Config{Store: memoryStore(t), Token: testToken, Now: clock, SessionTTL: time.Hour})
+	valid := d.keys.newSession(now)
+	other := newDashboard(t, Config{Store: memoryStore(t), Token: "another-token", Now: clock})
+	for name, value := range map[string]string{
+		"expired":          d.keys.newSession(now.Add(-time.Hour - time.Second)),
+		"issued in future": d.keys.newSession(now.Add(time.Hour)),
+		"other token":      other.keys.newSession(now),
+		"tampered time":    strings.Replace(valid, "1", "2", 1),
+		"tampered mac":     valid[:len(valid)-2] + "AA",
+		"the token":        testToken,
+		"empty":            "",
+		"no mac":           strings.Split(valid, ".")[0],
+	} {
+		b := newBrowser(t, d)
+		b.cookies[sessionCookie] = &http.Cookie{Name: sessionCookie, Value: value}
+		if p := b.get("/"); p.status != http.StatusSeeOther {
+			t.Errorf("session %s: status %d, want 303 to login", name, p.status)
+		}
+	}
+	b := newBrowser(t, d)
+	b.cookies[sessionCookie] = &http.Cookie{Name: sessionCookie, Value: valid}
+	b.get("/").want(t, http.StatusOK)
+	// Servers sharing the token accept each other's sessions.
+	twin := newDashboard(t, Config{Store: memoryStore(t), Token: testToken, Now: clock})
+	newBrowserWith(t, twin, valid).get("/").want(t, http.StatusOK)
+}
+
+func newBrowserWith(t *testing.T, d *Dashboard, session string) *browser {
+	b := newBrowser(t, d)
+	b.cookies[sessionCookie] = &http.Cookie{Name: sessionCookie, Value: session}
+	return b
+}
+
+func TestCSRF(t *testing.T) {
+	for _, token := range []string{testToken, ""} {
+		name := "with token"
+		if token == "" {
+			name = "without token"
+		}
+		t.Run(name, func(t *testing.T) {
+			st := memoryStore(t)
+			task := createTask(t, st, store.CreateParams{})
+			d := newDashboard(t, Config{Store: st, Token: token})
+			b := newBrowser(t, d)
+			if token != "" {
+				login(t, b, "/")
+			} else {
+				b.get("/login").want(t, http.StatusSeeOther) // no login without a token
+			}
+			page := "/tasks/" + task.ID.String()
+			good := b.csrf(page)
+			cancel := page + "/cancel"
+
+			otherSession := d.keys.csrfToken(d.keys.newSession(time.Now().Add(-time.Minute)))
+			otherProcess := newDashboard(t, Config{Store: st, Token: token}).keys.csrfToken("")
+			for what, form := range map[string]url.Values{
+				"no csrf field":      {},
+				"empty csrf":         {"csrf": {""}},
+				"wrong csrf":         {"csrf": {"AAAA" + good[4:]}},
+				"another's csrf":     {"csrf": {otherSession}},
+				"the session itself": {"csrf": {sessionValue(b)}},
+			} {
+				if token == "" && what == "another's csrf" {
+					form = url.Values{"csrf": {otherProcess}}
+				}
+				b.post(cancel, form).want(t, http.StatusForbidden).wantFlash(t, "error", "security token")
+			}
+			wantStatus(t, st, task.ID, store.StatusPending)
+
+			// A cross-site form post is refused even with a valid token and cookie.
+			for header, value := range map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"} {
+				req := httptest.NewRequest(http.MethodPost, cancel, strings.NewReader(url.Values{"csrf": {good}}.Encode()))
+				req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+				req.Header.Set(header, value)
+				b.do(req).want(t, http.StatusForbidden).wantFlash(t, "error", "another site")
+			}
+			wantStatus(t, st, task.ID, store.StatusPending)
+
+			// Same-origin with the right token works.
+			req := httptest.NewRequest(http.MethodPost, cancel, strings.NewReader(url.Values{"csrf": {good}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			b.do(req).want(t, http.StatusSeeOther)
+			wantStatus(t, st, task.ID, store.StatusCanceled)
+		})
+	}
+}
+
+func sessionValue(b *browser) string {
+	if c := b.cookies[sessionCookie]; c != nil {
+		return c.Value
+	}
+	return ""
+}
+
+func TestSecurityHeaders(t *testing.T) {
+	b := newBrowser(t, newDashboard(t, Config{Store: memoryStore(t), Token: testToken}))
+	for _, p := range []page{b.get("/login"), b.get("/"), b.post("/tasks/x/cancel", nil), b.get("/nope")} {
+		h := p.header
+		csp := h.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") ||
+			!strings.Contains(csp, "frame-ancestors 'none'") || h.Get("X-Frame-Options") != "DENY" ||
+			h.Get("Cache-Control") != "no-store" || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("headers %v", h)
+		}
+	}
+	// No inline script or style anywhere: the policy would block it.
+	body := b.get("/login").body
+	if strings.Contains(body, "<script>") || strings.Contains(body, "style=") || strings.Contains(body, "<style") {
+		t.Fatal("the page has inline script or style")
+	}
+}
+
+// TestServedWithTheAPI: mounted in the API server, the dashboard takes every path but
+// the API's; its cookie is no Bearer token, and the API still wants the token.
+func TestServedWithTheAPI(t *testing.T) {
+	st := memoryStore(t)
+	d := newDashboard(t, Config{Store: st, Token: testToken})
+	srv, err := api.New(api.Config{Store: st, Token: testToken, Dashboard: d, Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	b := newBrowser(t, srv)
+	cookie := login(t, b, "/")
+	b.get("/").want(t, http.StatusOK).contains(t, `id="queue-counts"`)
+	b.get("/healthz").want(t, http.StatusOK).contains(t, `"ok"`)
+
+	for _, auth := range []string{"", "Bearer " + cookie.Value} {
+		req := httptest.NewRequest(http.MethodGet, "/api/tasks", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		if p := b.do(req); p.status != http.StatusUnauthorized {
+			t.Fatalf("GET /api/tasks with %q and the session cookie: status %d, want 401", auth, p.status)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "/api/tasks", nil)
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	b.do(req).want(t, http.StatusOK)
+}

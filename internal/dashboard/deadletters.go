@@ -1,0 +1,151 @@
+package dashboard
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// maxBulkReplay is how many tasks one filtered replay moves (the store's limit); the
+// flash says when more may remain.
+const maxBulkReplay = store.MaxListLimit
+
+type deadLetterFilter struct {
+	Queue  string
+	Kind   string
+	Reason string // "", DEAD or FAILED
+	Cursor string
+}
+
+type deadLetterView struct {
+	Filter   deadLetterFilter
+	Events   []store.DeadLetter
+	NextURL  string
+	FirstURL string
+}
+
+func parseReason(raw string) (store.Status, error) {
+	switch st := store.Status(strings.ToUpper(strings.TrimSpace(raw))); st {
+	case "", store.StatusDead, store.StatusFailed:
+		return st, nil
+	}
+	return "", badRequest("Unknown reason %q: choose DEAD or FAILED (or any).", raw)
+}
+
+func parseDeadLetterFilter(q url.Values) (deadLetterFilter, store.DeadLetterParams, error) {
+	f := deadLetterFilter{
+		Queue:  strings.TrimSpace(q.Get("queue")),
+		Kind:   strings.TrimSpace(q.Get("kind")),
+		Cursor: strings.TrimSpace(q.Get("cursor")),
+	}
+	p := store.DeadLetterParams{Queue: f.Queue, Kind: f.Kind, Cursor: f.Cursor, Limit: pageSize}
+	reason, err := parseReason(q.Get("reason"))
+	if err != nil {
+		return f, p, err
+	}
+	f.Reason, p.Reason = string(reason), reason
+	if f.Cursor != "" {
+		if _, err := store.DecodeDeadLetterCursor(f.Cursor); err != nil {
+			return f, p, badRequest("The page cursor %q is malformed; start again from the first page.", f.Cursor)
+		}
+	}
+	return f, p, nil
+}
+
+func (f deadLetterFilter) query(cursor string) string {
+	q := url.Values{}
+	for k, v := range map[string]string{"queue": f.Queue, "kind": f.Kind, "reason": f.Reason, "cursor": cursor} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+func (d *Dashboard) deadLetterList(w http.ResponseWriter, r *http.Request) {
+	f, p, err := parseDeadLetterFilter(r.URL.Query())
+	v := deadLetterView{Filter: f}
+	if err == nil {
+		var next string
+		v.Events, next, err = d.cfg.Store.ListDeadLetters(r.Context(), p)
+		if next != "" {
+			v.NextURL = "/dead-letters" + f.query(next)
+		}
+		if f.Cursor != "" {
+			v.FirstURL = "/dead-letters" + f.query("")
+		}
+	}
+	d.renderPage(w, r, err, "dead_letters", pageData{Title: "Dead letters", Nav: "dead-letters", Data: v})
+}
+
+// replayDeadLetters replays one task (task_id) or every DEAD and FAILED task matching
+// queue, kind and reason (up to maxBulkReplay, oldest first).
+func (d *Dashboard) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
+	form := r.PostForm
+	if raw := form.Get("task_id"); raw != "" {
+		id, err := parseTaskID(strings.TrimSpace(raw))
+		if err != nil {
+			d.fail(w, r, err)
+			return
+		}
+		// The path of the one-task action, so both share their wording and rules.
+		r.SetPathValue("id", id.String())
+		d.replayTask(w, r)
+		return
+	}
+	reason, err := parseReason(form.Get("reason"))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	p := store.ReplayParams{
+		Queue:  strings.TrimSpace(form.Get("queue")),
+		Kind:   strings.TrimSpace(form.Get("kind")),
+		Reason: reason,
+		Limit:  maxBulkReplay,
+	}
+	tasks, err := d.cfg.Store.ReplayTasks(r.Context(), p)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	msg := fmt.Sprintf("Replayed %d %s%s.", len(tasks), plural(len(tasks), "task", "tasks"), describeReplay(p))
+	switch {
+	case len(tasks) == 0:
+		msg = "No DEAD or FAILED task matches" + describeReplay(p) + "; nothing was replayed."
+	case len(tasks) == maxBulkReplay:
+		msg += fmt.Sprintf(" One replay moves at most %d: more may match, replay again.", maxBulkReplay)
+	}
+	d.redirectBack(w, r, "/dead-letters", flashOK, msg)
+}
+
+// describeReplay names the filter of a bulk replay: " (queue emails, reason DEAD)".
+func describeReplay(p store.ReplayParams) string {
+	var parts []string
+	if p.Queue != "" {
+		parts = append(parts, "queue "+p.Queue)
+	}
+	if p.Kind != "" {
+		parts = append(parts, "kind "+p.Kind)
+	}
+	if p.Reason != "" {
+		parts = append(parts, "reason "+string(p.Reason))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,51 @@
+// Package dashboard is Rota's web UI: the overview (counts per queue and status, the
+// oldest pending task, stuck tasks, an hour of throughput), tasks with their attempts,
+// dead letters and schedules, and the operator's actions on them (cancel, replay one or
+// many, pause, resume, trigger, reschedule). `rota serve` and `rota dev` serve it on the
+// API's listener at every path outside /api, /healthz, /readyz and /metrics.
+//
+// # Server-rendered
+//
+// Every page is HTML rendered by html/template from templates/ (layout.html around
+// <main id="content">, shared.html, one file per page) with data read through the
+// store.Store interface, so it works the same on PostgreSQL and the memory store. The
+// one stylesheet and one script are embedded (static/) and served under /assets/ with a
+// content hash in the link, so a browser caches them until the binary changes. The
+// throughput chart is inline SVG drawn on the server (chart.go); there is no client-side
+// framework or chart library. Actions are plain HTML forms that POST and answer 303
+// back to the page they came from, with the outcome in a one-time flash message (a
+// short-lived cookie signed by the server). Input that cannot be right (a malformed id,
+// status, cursor or time) gets a 400 page and changes nothing; what the store refuses
+// (an illegal transition, an unknown task) comes back as an error flash.
+//
+// # Live updates by partial swaps
+//
+// static/live.js polls the page's own URL every PollInterval with the header
+// X-Rota-Partial: 1. For such requests the server renders only the inside of #content;
+// the script replaces each [data-live] region with its fresh copy and leaves the rest
+// alone (flash messages, filter and reschedule forms). It skips a round while a form
+// field has focus, text is selected or the tab is hidden, so nothing the user is doing
+// is swapped away. The cost of many open overviews is bounded: live fetches share one
+// Stats query at a time (stats.go), and the chart counts only the minutes it has
+// not kept yet.
+//
+// # Authentication and CSRF
+//
+// Without Config.Token there is no login. With it, GET /login shows a form for the API
+// token; the right token sets the rota_session cookie (HttpOnly, SameSite=Strict, Path=/,
+// Secure over TLS) whose value is "<issued>.<HMAC-SHA256>" under a key derived from the
+// token: not the token itself, so the cookie is useless as a Bearer token, and any server
+// with the same token accepts it (no session store). It expires after SessionTTL.
+// Without a valid cookie every page GET answers 303 to /login?next=<path> and every
+// other request 403, before any handler runs; /login and /assets/ are public.
+//
+// Every mutating request is a POST and passes two independent checks before its
+// handler runs: net/http's CrossOriginProtection (Sec-Fetch-Site, or Origin against
+// Host), which refuses cross-site browser requests with 403, and a hidden csrf field
+// equal to an HMAC of the session cookie (compared in constant time), which a page on
+// another site cannot read. Without a token the csrf field is an HMAC under a key drawn
+// at random when the process starts, so the second check holds too (and a form from
+// before a restart must be reloaded). Every answer carries a Content-Security-Policy
+// that allows only the dashboard's own script and stylesheet (no inline script or
+// style), X-Frame-Options: DENY, and Cache-Control: no-store except for the assets.
+package dashboard

@@ -1,0 +1,86 @@
+package dashboard
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// stuckListLimit bounds the stuck tasks the overview lists (the per-queue counts are
+// complete).
+const stuckListLimit = 20
+
+type overviewView struct {
+	Queues      []queueRow
+	Total       queueRow
+	Chart       chart
+	Succeeded   int64 // in the last hour
+	Failed      int64
+	FailureRate string // "2.5%", or "—" when nothing finished
+	Stuck       []*store.Task
+}
+
+type queueRow struct {
+	Queue         string
+	Counts        []statusCount // in store.AllStatuses order
+	OldestPending string        // age of the oldest due PENDING task, "" when none
+	OldestDueAt   *time.Time
+	Stuck         int64
+}
+
+type statusCount struct {
+	Status store.Status
+	Count  int64
+}
+
+func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	now := d.cfg.Now().UTC()
+	stats, err := d.stats.get(ctx, isPartial(r))
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	buckets, err := d.throughput.lastHour(ctx, now)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	stuck, err := d.cfg.Store.StuckTasks(ctx, stuckListLimit)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+
+	v := overviewView{Stuck: stuck, Chart: newChart(buckets, now)}
+	totals := map[store.Status]int64{}
+	for _, qs := range stats {
+		row := queueRow{Queue: qs.Queue, Stuck: qs.ExpiredLeases, OldestDueAt: qs.OldestDueAt}
+		for _, st := range store.AllStatuses {
+			row.Counts = append(row.Counts, statusCount{st, qs.Counts[st]})
+			totals[st] += qs.Counts[st]
+		}
+		row.OldestPending = since(now, qs.OldestDueAt)
+		v.Total.Stuck += qs.ExpiredLeases
+		v.Queues = append(v.Queues, row)
+	}
+	for _, st := range store.AllStatuses {
+		v.Total.Counts = append(v.Total.Counts, statusCount{st, totals[st]})
+	}
+	for _, b := range buckets {
+		v.Succeeded += b.Succeeded
+		v.Failed += b.Failed
+	}
+	v.FailureRate = failureRate(v.Succeeded, v.Failed)
+	d.render(w, r, http.StatusOK, "overview", pageData{Title: "Overview", Nav: "overview", Data: v})
+}
+
+// failureRate is failed / (succeeded + failed) as a percentage with one decimal.
+func failureRate(succeeded, failed int64) string {
+	if succeeded+failed == 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", 100*float64(failed)/float64(succeeded+failed))
+}

@@ -1,0 +1,72 @@
+package metrics_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/rotaqueue/rota/internal/metrics"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// A worker's endpoint serves its registry (with the Go collectors) and a health check,
+// and Serve returns once its context ends.
+func TestEndpoint(t *testing.T) {
+	t.Parallel()
+	reg := metrics.NewRegistry()
+	metrics.New(reg).TaskClaimed(&store.Task{Queue: "default", Kind: "noop"})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- metrics.Serve(ctx, ln, metrics.NewEndpoint(reg), quietLog) }()
+	base := "http://" + ln.Addr().String()
+
+	status, body := get(t, base+"/metrics")
+	if status != http.StatusOK {
+		t.Fatalf("/metrics: %d", status)
+	}
+	for _, want := range []string{
+		`rota_tasks_claimed_total{kind="noop",queue="default"} 1`,
+		"go_goroutines ",
+		"process_cpu_seconds_total ",
+		"promhttp_metric_handler_requests_total",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if status, body := get(t, base+"/healthz"); status != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz: %d %q", status, body)
+	}
+	if status, _ := get(t, base+"/api/tasks"); status != http.StatusNotFound {
+		t.Errorf("/api/tasks: %d, want 404 (a worker serves no API)", status)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Error("the endpoint still answers after Serve returned")
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}

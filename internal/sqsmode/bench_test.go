@@ -1,0 +1,180 @@
+package sqsmode_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/sqsmode"
+	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/pgtest"
+	"github.com/rotaqueue/rota/internal/testutil/sqstest"
+)
+
+// benchWorkers is how many SQS workers drain the backlog; each has one receive loop, so
+// they match MeasureCeiling's benchClients receivers, as the enqueuer's default send
+// concurrency (4) matches its senders.
+const (
+	benchWorkers = 4
+	benchClients = 4
+)
+
+// BenchmarkSQSModeDrain measures SQS mode end to end: b.N due noop tasks in PostgreSQL
+// are sent by one Enqueuer and drained by benchWorkers runtime workers with SQS Sources,
+// all with the defaults `rota serve/worker --mode sqs` use, until every task is
+// SUCCEEDED in the database and every message is deleted. Then, on the same fauxqs, it
+// measures the raw ceiling (sqstest.MeasureCeiling: b.N messages sent, received and
+// deleted in batches of 10 with nothing else in the way). Reported: tasks/s,
+// ceiling_msgs/s and their ratio (ns/op is per task).
+//
+//	go test -run '^$' -bench SQSModeDrain -benchtime 20000x ./internal/sqsmode/
+func BenchmarkSQSModeDrain(b *testing.B) {
+	pool := benchPool(b)
+	st := postgres.New(pool)
+	b.Cleanup(st.Close)
+	srv := sqstest.Start(b)
+	client := srv.Client(b)
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+
+	queues, err := sqsmode.NewQueues(client, sqsmode.QueueConfig{Queue: "bench", DLQ: "bench-dlq", Create: true},
+		[]string{store.DefaultQueue})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := queues.Resolve(ctx, true); err != nil {
+		b.Fatal(err)
+	}
+	insertNoops(b, pool, st, b.N)
+
+	// The workers run first, long polling an empty queue; the clock starts with the
+	// enqueuer.
+	var ran atomic.Int64
+	metrics := sqsmode.NewMetrics(nil)
+	runCtx, stop := context.WithCancel(ctx)
+	var stopped []chan error
+	var sources []*sqsmode.Source
+	for range benchWorkers {
+		src, err := sqsmode.NewSource(sqsmode.SourceConfig{Store: st, Client: client, Queues: queues,
+			Metrics: metrics, Logger: logger})
+		if err != nil {
+			b.Fatal(err)
+		}
+		mux := runtime.NewMux()
+		mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { ran.Add(1); return nil })
+		w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, WorkerID: src.WorkerID(),
+			LeaseDuration: src.LeaseDuration(), FetchBatch: sqsmode.MaxReceiveBatch,
+			ClaimFrom: store.StatusEnqueued, Source: src, Logger: logger})
+		if err != nil {
+			b.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- w.Run(runCtx) }()
+		stopped = append(stopped, done)
+		sources = append(sources, src)
+	}
+	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: client, Queues: queues,
+		Metrics: metrics, Logger: logger})
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	b.ResetTimer()
+	start := time.Now()
+	go enq.Run(runCtx)
+	waitDrained(b, pool, metrics, &ran, b.N)
+	elapsed := time.Since(start)
+	b.StopTimer()
+
+	stop()
+	for _, done := range stopped {
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, src := range sources {
+		src.Close()
+	}
+	if s := metrics.Stats(); s.Received != int64(b.N) || s.DeletedDuplicate+s.DeletedPoison+s.DeletedMisrouted != 0 {
+		b.Errorf("%d messages received for %d tasks (%+v): the drain should see each task's message once", s.Received, b.N, s)
+	}
+
+	ceilingURL := srv.CreateQueue(b, "ceiling")
+	ceiling, err := sqstest.MeasureCeiling(ctx, client, ceilingURL, b.N, benchClients)
+	if err != nil {
+		b.Fatal(err)
+	}
+	perSecond := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(perSecond, "tasks/s")
+	b.ReportMetric(ceiling, "ceiling_msgs/s")
+	b.ReportMetric(perSecond/ceiling, "ratio")
+}
+
+// benchPool is a fresh database with room for every worker's claims, heartbeats and
+// outcome writes at once.
+func benchPool(b *testing.B) *pgxpool.Pool {
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = 16
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
+}
+
+// insertNoops inserts n due noop tasks and vacuums, so the drain starts from a settled
+// table.
+func insertNoops(b *testing.B, pool *pgxpool.Pool, st store.Store, n int) {
+	ctx := context.Background()
+	for left := n; left > 0; {
+		params := make([]store.CreateParams, min(left, 5000))
+		for i := range params {
+			params[i] = store.CreateParams{Kind: "noop", ScheduledFor: time.Now().Add(-time.Second)}
+		}
+		if _, err := st.CreateTasks(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+		left -= len(params)
+	}
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE rota.tasks`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// waitDrained waits until n handlers ran, all n tasks are SUCCEEDED in the database and
+// n messages were deleted after their outcome committed: the end of the pipeline.
+func waitDrained(b *testing.B, pool *pgxpool.Pool, metrics *sqsmode.Metrics, ran *atomic.Int64, n int) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for ran.Load() < int64(n) {
+		if time.Now().After(deadline) {
+			b.Fatalf("only %d of %d handlers ran", ran.Load(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for {
+		var succeeded int
+		if err := pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM rota.tasks WHERE status = 'SUCCEEDED'`).Scan(&succeeded); err != nil {
+			b.Fatal(err)
+		}
+		deleted := metrics.Stats().DeletedSettled
+		if succeeded == n && deleted >= int64(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d tasks succeeded, %d messages deleted", succeeded, n, deleted)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

@@ -1,0 +1,217 @@
+package sqsmode
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/rotaqueue/rota/internal/loop"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Defaults of EnqueuerConfig.
+const (
+	DefaultEnqueueBatch = 100
+	// DefaultEnqueueInterval is short so that a retry whose backoff has passed, or a
+	// delayed task that came due, is sent promptly: no insert announces those.
+	DefaultEnqueueInterval = 200 * time.Millisecond
+	// DefaultRedeliverAfter is how long an ENQUEUED task's message may go unclaimed
+	// before it is presumed lost and sent again. It must exceed how long a message can
+	// wait in SQS under a normal backlog, or every backlogged task gets a second message
+	// (harmless, as workers delete messages they cannot claim, but it doubles the
+	// traffic exactly when the queue is already behind). Five minutes covers a deep
+	// backlog while still healing a lost message, or an SQS queue that lost everything,
+	// within minutes.
+	DefaultRedeliverAfter    = 5 * time.Minute
+	DefaultSendConcurrency   = 4
+	DefaultSendTimeout       = 10 * time.Second
+	maxEnqueueFailureBackoff = 5 * time.Second
+)
+
+// EnqueuerConfig configures an Enqueuer.
+type EnqueuerConfig struct {
+	Store  store.Store // required
+	Client *sqs.Client // required
+	Queues *Queues     // required: one loop per Rota queue it holds
+
+	// BatchSize is the most tasks one round sends (one transaction; 10 per
+	// SendMessageBatch). A full round is followed by another at once. Default:
+	// DefaultEnqueueBatch; at most store.MaxListLimit.
+	BatchSize int
+	// Interval is the wait after a round that was not full, unless an insert of a due
+	// task wakes the queue first. Default: DefaultEnqueueInterval.
+	Interval time.Duration
+	// RedeliverAfter is how long after a send an ENQUEUED task's message is presumed
+	// lost and sent again. Default: DefaultRedeliverAfter (see there for why).
+	RedeliverAfter time.Duration
+	// SendConcurrency is how many SendMessageBatch calls of one round run at once.
+	// Default: DefaultSendConcurrency.
+	SendConcurrency int
+	// SendTimeout bounds one SendMessageBatch call (the round's row locks are held
+	// meanwhile). Default: DefaultSendTimeout.
+	SendTimeout time.Duration
+
+	Metrics *Metrics     // default: NewMetrics(nil)
+	Logger  *slog.Logger // default: slog.Default()
+}
+
+// Enqueuer is the DueTaskEnqueuer: for each Rota queue it repeatedly hands the tasks that
+// need an SQS message (due PENDING tasks, due retries, messages presumed lost) to
+// Store.EnqueueDue, which locks them with SKIP LOCKED while their ids are sent and marks
+// the sent ones ENQUEUED. Any number of enqueuers may run at once: the locks keep them
+// from sending one task twice in a round, and a failed send leaves the task eligible.
+type Enqueuer struct {
+	cfg     EnqueuerConfig
+	senders map[string]*sender
+	log     *slog.Logger
+}
+
+// NewEnqueuer checks cfg and fills its defaults.
+func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
+	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultEnqueueBatch)
+	cfg.Interval = cmp.Or(cfg.Interval, DefaultEnqueueInterval)
+	cfg.RedeliverAfter = cmp.Or(cfg.RedeliverAfter, DefaultRedeliverAfter)
+	cfg.SendConcurrency = cmp.Or(cfg.SendConcurrency, DefaultSendConcurrency)
+	cfg.SendTimeout = cmp.Or(cfg.SendTimeout, DefaultSendTimeout)
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(cfg.Store != nil, "Store is required")
+	check(cfg.Client != nil, "Client is required")
+	check(cfg.Queues != nil, "Queues is required")
+	check(cfg.BatchSize >= 1 && cfg.BatchSize <= store.MaxListLimit, "BatchSize must be between 1 and %d, got %d", store.MaxListLimit, cfg.BatchSize)
+	check(cfg.Interval > 0, "Interval must be positive, got %s", cfg.Interval)
+	check(cfg.RedeliverAfter > 0, "RedeliverAfter must be positive, got %s", cfg.RedeliverAfter)
+	check(cfg.SendConcurrency > 0, "SendConcurrency must be positive, got %d", cfg.SendConcurrency)
+	check(cfg.SendTimeout > 0, "SendTimeout must be positive, got %s", cfg.SendTimeout)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: enqueuer config: %w", store.ErrInvalid, err)
+	}
+
+	e := &Enqueuer{cfg: cfg, senders: map[string]*sender{}, log: cfg.Logger.With("component", "sqs-enqueuer")}
+	for _, rq := range cfg.Queues.RotaQueues() {
+		q, _ := cfg.Queues.forRota(rq)
+		e.senders[rq] = &sender{client: cfg.Client, rotaQueue: rq, queue: q,
+			concurrency: cfg.SendConcurrency, timeout: cfg.SendTimeout, metrics: cfg.Metrics}
+	}
+	return e, nil
+}
+
+// Round runs one EnqueueDue for Rota queue rq and returns how many tasks it marked
+// ENQUEUED. An error may come with a count: the ids that were sent are marked anyway.
+func (e *Enqueuer) Round(ctx context.Context, rq string) (int, error) {
+	s := e.senders[rq]
+	if s == nil {
+		return 0, fmt.Errorf("%w: the enqueuer does not serve Rota queue %q", store.ErrInvalid, rq)
+	}
+	return e.cfg.Store.EnqueueDue(ctx, store.EnqueueParams{
+		Queue: rq, Limit: e.cfg.BatchSize, RedeliverAfter: e.cfg.RedeliverAfter,
+	}, s.send)
+}
+
+// Run sends due tasks until ctx ends: one loop per Rota queue, woken early by inserts.
+func (e *Enqueuer) Run(ctx context.Context) {
+	wake := make(map[string]chan struct{}, len(e.senders))
+	for rq := range e.senders {
+		wake[rq] = make(chan struct{}, 1)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { e.listen(ctx, wake) })
+	for rq, ch := range wake {
+		wg.Go(func() { e.runQueue(ctx, rq, ch) })
+	}
+	e.log.Info("sqs enqueuer started", "queues", e.cfg.Queues.RotaQueues(), "interval", e.cfg.Interval,
+		"batch", e.cfg.BatchSize, "redeliver_after", e.cfg.RedeliverAfter)
+	wg.Wait()
+}
+
+// runQueue is one Rota queue's loop: a round; another at once after a full one; else a
+// wait for the interval or a wake-up; a growing pause after failures.
+func (e *Enqueuer) runQueue(ctx context.Context, rq string, wake <-chan struct{}) {
+	failures := 0
+	for ctx.Err() == nil {
+		n, err := e.Round(ctx, rq)
+		wait := loop.Jitter(e.cfg.Interval)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			wait = failureBackoff(e.cfg.Interval, failures)
+			e.log.Warn("enqueue round failed; unsent tasks stay eligible", "queue", rq,
+				"sent", n, "failures", failures, "retry_in", wait.Round(time.Millisecond).String(), "error", err)
+		case n >= e.cfg.BatchSize:
+			failures = 0
+			continue
+		default:
+			if failures > 0 {
+				e.log.Info("enqueue rounds work again", "queue", rq, "after_failures", failures)
+			}
+			failures = 0
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-wake:
+		}
+		t.Stop()
+	}
+}
+
+// listen turns Store.WaitForTasks wake-ups into per-queue wake-ups. They only make
+// sending faster: the interval finds everything anyway, so failures are logged and
+// retried after a pause.
+func (e *Enqueuer) listen(ctx context.Context, wake map[string]chan struct{}) {
+	failures := 0
+	for ctx.Err() == nil {
+		ch, err := e.cfg.Store.WaitForTasks(ctx)
+		if err == nil {
+			for rq := range ch {
+				failures = 0
+				if w, ok := wake[rq]; ok {
+					select {
+					case w <- struct{}{}:
+					default: // a wake-up is already pending
+					}
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		failures++
+		pause := failureBackoff(time.Second, failures)
+		e.log.Warn("task wake-ups unavailable; relying on the interval", "failures", failures, "error", err)
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// failureBackoff doubles base per consecutive failure, up to 5 s, with jitter.
+func failureBackoff(base time.Duration, failures int) time.Duration {
+	d := maxEnqueueFailureBackoff
+	if failures < 16 {
+		d = min(d, base<<failures)
+	}
+	return d/2 + rand.N(d/2+1)
+}

@@ -1,0 +1,158 @@
+package sqsmode
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Reasons a received message is deleted (the reason label of
+// rota_sqs_messages_deleted_total).
+const (
+	ReasonSettled   = "settled"   // its task's outcome is committed
+	ReasonDuplicate = "duplicate" // its task is finished, owned by another worker, or gone
+	ReasonPoison    = "poison"    // its body is not a task id
+	ReasonMisrouted = "misrouted" // its task belongs to another Rota queue
+)
+
+// Metrics counts what SQS mode does, for Prometheus and (through Stats) for tests.
+// One Metrics may be shared by an enqueuer, sources and DLQ publishers.
+type Metrics struct {
+	sent           *prometheus.CounterVec
+	sendFailures   *prometheus.CounterVec
+	received       *prometheus.CounterVec
+	deleted        *prometheus.CounterVec
+	poison         *prometheus.CounterVec
+	deferred       *prometheus.CounterVec
+	deleteFailures *prometheus.CounterVec
+	dlqPublished   prometheus.Counter
+	dlqFailures    prometheus.Counter
+
+	stats struct {
+		sent, sendFailures, received, poison, deferred, deleteFailures    atomic.Int64
+		deletedSettled, deletedDuplicate, deletedPoison, deletedMisrouted atomic.Int64
+		dlqPublished, dlqFailures                                         atomic.Int64
+	}
+}
+
+// Stats is a snapshot of one Metrics' counters, summed over queues.
+type Stats struct {
+	Sent             int64 // task ids sent by the enqueuer
+	SendFailures     int64 // ids whose send failed (their tasks stay eligible)
+	Received         int64 // messages received by sources
+	DeletedSettled   int64
+	DeletedDuplicate int64
+	DeletedPoison    int64
+	DeletedMisrouted int64
+	Poison           int64 // bodies that were not task ids
+	Deferred         int64 // messages hidden until their task is due, or looked at again later
+	DeleteFailures   int64 // deletes SQS refused or that failed (the message comes back)
+	DLQPublished     int64
+	DLQFailures      int64
+}
+
+// NewMetrics registers the SQS metrics with reg (nil: a private registry, as tests
+// want). Registering twice with one registry shares the same collectors.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+	}
+	return &Metrics{
+		sent:           counterVec("rota_sqs_messages_sent_total", "Task ids sent to SQS by the enqueuer, by Rota queue.", "queue"),
+		sendFailures:   counterVec("rota_sqs_send_failures_total", "Task ids the enqueuer failed to send (their tasks stay eligible), by Rota queue.", "queue"),
+		received:       counterVec("rota_sqs_messages_received_total", "Messages received by SQS workers, by Rota queue.", "queue"),
+		deleted:        counterVec("rota_sqs_messages_deleted_total", "Messages deleted by SQS workers, by Rota queue and reason (settled, duplicate, poison, misrouted).", "queue", "reason"),
+		poison:         counterVec("rota_sqs_poison_messages_total", "Received messages whose body is not a task id, by Rota queue.", "queue"),
+		deferred:       counterVec("rota_sqs_messages_deferred_total", "Received messages hidden again because their task is not claimable yet, by Rota queue.", "queue"),
+		deleteFailures: counterVec("rota_sqs_delete_failures_total", "Message deletes that failed (the message comes back; the database decides), by Rota queue.", "queue"),
+		dlqPublished: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rota_dlq_published_total", Help: "Dead-task events published to the SQS dead-letter queue.",
+		})),
+		dlqFailures: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "rota_dlq_publish_failures_total", Help: "Dead-task events that could not be published (the database still records them).",
+		})),
+	}
+}
+
+// Stats returns a snapshot of the counters.
+func (m *Metrics) Stats() Stats {
+	s := &m.stats
+	return Stats{
+		Sent: s.sent.Load(), SendFailures: s.sendFailures.Load(), Received: s.received.Load(),
+		DeletedSettled: s.deletedSettled.Load(), DeletedDuplicate: s.deletedDuplicate.Load(),
+		DeletedPoison: s.deletedPoison.Load(), DeletedMisrouted: s.deletedMisrouted.Load(),
+		Poison: s.poison.Load(), Deferred: s.deferred.Load(), DeleteFailures: s.deleteFailures.Load(),
+		DLQPublished: s.dlqPublished.Load(), DLQFailures: s.dlqFailures.Load(),
+	}
+}
+
+func (m *Metrics) addSent(queue string, n int) {
+	m.sent.WithLabelValues(queue).Add(float64(n))
+	m.stats.sent.Add(int64(n))
+}
+
+func (m *Metrics) addSendFailures(queue string, n int) {
+	m.sendFailures.WithLabelValues(queue).Add(float64(n))
+	m.stats.sendFailures.Add(int64(n))
+}
+
+func (m *Metrics) addReceived(queue string, n int) {
+	m.received.WithLabelValues(queue).Add(float64(n))
+	m.stats.received.Add(int64(n))
+}
+
+func (m *Metrics) addPoison(queue string) {
+	m.poison.WithLabelValues(queue).Inc()
+	m.stats.poison.Add(1)
+}
+
+func (m *Metrics) addDeferred(queue string, n int) {
+	m.deferred.WithLabelValues(queue).Add(float64(n))
+	m.stats.deferred.Add(int64(n))
+}
+
+func (m *Metrics) addDeleted(queue, reason string, n int) {
+	m.deleted.WithLabelValues(queue, reason).Add(float64(n))
+	switch reason {
+	case ReasonSettled:
+		m.stats.deletedSettled.Add(int64(n))
+	case ReasonDuplicate:
+		m.stats.deletedDuplicate.Add(int64(n))
+	case ReasonPoison:
+		m.stats.deletedPoison.Add(int64(n))
+	case ReasonMisrouted:
+		m.stats.deletedMisrouted.Add(int64(n))
+	}
+}
+
+func (m *Metrics) addDeleteFailures(queue string, n int) {
+	m.deleteFailures.WithLabelValues(queue).Add(float64(n))
+	m.stats.deleteFailures.Add(int64(n))
+}
+
+func (m *Metrics) addDLQPublished(n int) {
+	m.dlqPublished.Add(float64(n))
+	m.stats.dlqPublished.Add(int64(n))
+}
+
+func (m *Metrics) addDLQFailures(n int) {
+	m.dlqFailures.Add(float64(n))
+	m.stats.dlqFailures.Add(int64(n))
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			if existing, ok := already.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err) // a name clash with another metric: a programming error
+	}
+	return c
+}

@@ -1,0 +1,231 @@
+package sqsmode
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/google/uuid"
+
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Source is the SQS worker's runtime.Source: it receives task ids from the SQS queue of
+// each Rota queue, claims their tasks in the store, and deletes each message once the
+// store has settled its task's outcome (see the package documentation).
+type Source struct {
+	cfg     SourceConfig
+	client  *sqs.Client
+	queues  *Queues
+	dlq     *dlqPublisher
+	metrics *Metrics
+	log     *slog.Logger
+	acks    *background // settles and sorting out received messages
+	extends *background // visibility extensions
+}
+
+var _ runtime.Source = (*Source)(nil)
+
+// receipt is a Delivery's handle on its message.
+type receipt struct {
+	queueURL string // the URL the message was received from
+	handle   string
+}
+
+// Fetch receives up to min(max, 10) messages of Rota queue rq (a long poll) and claims
+// their tasks in one statement. Messages it cannot use are deleted or hidden again in
+// the background (sortOut).
+func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Delivery, error) {
+	q, err := s.queues.forRota(rq)
+	if err != nil {
+		return nil, err
+	}
+	if max < 1 {
+		return nil, nil
+	}
+	url, err := q.url(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(url),
+		MaxNumberOfMessages:         int32(min(max, maxBatch)),
+		WaitTimeSeconds:             int32(s.cfg.WaitSeconds),
+		VisibilityTimeout:           visibilitySeconds(s.cfg.LeaseDuration),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil // stopping: nothing was received
+		}
+		if isQueueMissing(err) {
+			if healed, herr := q.heal(ctx, url); herr != nil {
+				err = fmt.Errorf("%w (and creating it again failed: %w)", err, herr)
+			} else if healed {
+				s.log.Warn("SQS queue was missing; created it again", "queue", rq, "sqs_queue", q.name)
+			}
+		}
+		return nil, fmt.Errorf("receive from SQS queue %q: %w", q.name, err)
+	}
+	if len(out.Messages) == 0 {
+		return nil, nil
+	}
+	s.metrics.addReceived(rq, len(out.Messages))
+	return s.claim(ctx, rq, url, out.Messages)
+}
+
+// claim claims the tasks the messages name and returns them at once; the rest is sorted
+// out in the background (see sortOut): bodies that are not task ids, repeats of an id in
+// the batch, and ids whose task the claim did not take.
+func (s *Source) claim(ctx context.Context, rq, url string, msgs []types.Message) ([]runtime.Delivery, error) {
+	var poison, repeats []types.Message
+	first := make(map[uuid.UUID]types.Message, len(msgs))
+	ids := make([]uuid.UUID, 0, len(msgs))
+	for _, m := range msgs {
+		id, err := uuid.Parse(strings.TrimSpace(aws.ToString(m.Body)))
+		switch {
+		case err != nil:
+			poison = append(poison, m)
+		case hasKey(first, id):
+			repeats = append(repeats, m) // the first message of this id stands for both
+		default:
+			first[id] = m
+			ids = append(ids, id)
+		}
+	}
+
+	var tasks []*store.Task
+	var claimErr error
+	if len(ids) > 0 {
+		// Detached from ctx: a claim that commits while the worker is stopping must
+		// still reach the runtime, or its tasks would sit leased until a reaper frees them.
+		cctx, cancel := callContext(ctx, s.cfg.CallTimeout)
+		tasks, claimErr = s.cfg.Store.ClaimTasks(cctx, store.ClaimParams{
+			Queue: rq, From: store.StatusEnqueued, TaskIDs: ids, WorkerID: s.cfg.WorkerID,
+			Limit: len(ids), LeaseDuration: s.cfg.LeaseDuration,
+		})
+		cancel()
+		if claimErr != nil {
+			// The messages stay hidden for the lease, then come back and are claimed
+			// then, by whichever worker receives them.
+			claimErr = fmt.Errorf("claim tasks of received messages: %w", claimErr)
+		}
+	}
+	deliveries := make([]runtime.Delivery, len(tasks))
+	var unclaimed []types.Message
+	if claimErr == nil {
+		claimed := make(map[uuid.UUID]bool, len(tasks))
+		for i, t := range tasks {
+			claimed[t.ID] = true
+			deliveries[i] = runtime.Delivery{Task: t, Receipt: receipt{queueURL: url, handle: aws.ToString(first[t.ID].ReceiptHandle)}}
+		}
+		for _, id := range ids {
+			if !claimed[id] {
+				unclaimed = append(unclaimed, first[id])
+			}
+		}
+	}
+	if len(poison)+len(repeats)+len(unclaimed) > 0 {
+		s.acks.goOrRun(func() { s.sortOut(ctx, rq, url, poison, repeats, unclaimed) })
+	}
+	return deliveries, claimErr
+}
+
+// sortOut deletes poison messages and repeats of an id, and judges each unclaimed
+// message by its task's current state (see verdict.go): deleted, hidden, or left alone.
+func (s *Source) sortOut(ctx context.Context, rq, url string, poison, repeats, unclaimed []types.Message) {
+	var tidy tidyList
+	for _, m := range poison {
+		s.metrics.addPoison(rq)
+		s.log.Warn("deleting a message that is not a task id", "queue", rq, "message_id", aws.ToString(m.MessageId),
+			"body", truncateBody(aws.ToString(m.Body)))
+		tidy.remove(m, ReasonPoison)
+	}
+	for _, m := range repeats {
+		tidy.remove(m, ReasonDuplicate)
+	}
+	for _, m := range unclaimed {
+		id, _ := uuid.Parse(strings.TrimSpace(aws.ToString(m.Body)))
+		s.judgeUnclaimed(ctx, rq, id, m, &tidy)
+	}
+	s.tidy(ctx, rq, url, &tidy)
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// judgeUnclaimed decides what to do with the message of a task the claim did not take,
+// from the task's current state in the store (see verdict).
+func (s *Source) judgeUnclaimed(ctx context.Context, rq string, id uuid.UUID, m types.Message, tidy *tidyList) {
+	cctx, cancel := callContext(ctx, s.cfg.CallTimeout)
+	task, err := s.cfg.Store.GetTask(cctx, id)
+	cancel()
+	receives, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+	v := judge(task, err, rq, time.Now(), receives, s.cfg.RetryDelay)
+	attrs := []any{"queue", rq, "task_id", id, "why", v.why}
+	switch v.action {
+	case actionDelete:
+		if v.reason == ReasonMisrouted {
+			s.log.Warn("deleting a message of a task of another queue", append(attrs, "task_queue", task.Queue)...)
+		} else {
+			s.log.Debug("deleting a duplicate message", attrs...)
+		}
+		tidy.remove(m, v.reason)
+	case actionDefer:
+		s.log.Debug("hiding a message until its task is claimable", append(attrs, "for", v.hideFor.String())...)
+		tidy.hide(m, v.hideFor)
+	default:
+		s.log.Warn("leaving a message for redelivery: its task could not be read", append(attrs, "error", err)...)
+	}
+}
+
+// Extend keeps a running task's message hidden for another lease, so that no other
+// worker receives it meanwhile. It returns at once (the call runs in the background,
+// or is skipped when too many are in flight): a missed extension only costs a duplicate
+// delivery, which the claim rejects, since the store's lease is what fences the task.
+func (s *Source) Extend(ctx context.Context, d runtime.Delivery, lease time.Duration) {
+	r, ok := d.Receipt.(receipt)
+	if !ok {
+		s.log.Error("extend: a delivery that is not this source's", "task_id", d.Task.ID)
+		return
+	}
+	started := s.extends.tryGo(func() {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
+		defer cancel()
+		_, err := s.client.ChangeMessageVisibility(cctx, &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(r.queueURL), ReceiptHandle: aws.String(r.handle), VisibilityTimeout: visibilitySeconds(lease),
+		})
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("extending a message's visibility failed; it may be delivered again (harmless)",
+				"queue", d.Task.Queue, "task_id", d.Task.ID, "error", err)
+		}
+	})
+	if !started {
+		s.log.Debug("too many visibility extensions in flight; skipped one", "task_id", d.Task.ID)
+	}
+}
+
+// Close waits for the source's background SQS calls (deletes, DLQ publishes, visibility
+// changes) to end; each is bounded by a timeout. Call it after the worker's Run returned.
+func (s *Source) Close() {
+	s.acks.wait()
+	s.extends.wait()
+}
+
+// truncateBody keeps a poison body's log line short.
+func truncateBody(s string) string {
+	const limit = 120
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + "…"
+}

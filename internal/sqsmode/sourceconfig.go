@@ -1,0 +1,127 @@
+package sqsmode
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Defaults of SourceConfig.
+const (
+	DefaultWaitSeconds = 20 // SQS's longest long poll: fewest empty receives
+	// DefaultRetryDelay hides a message whose task is not claimable for a reason that
+	// should pass in moments (its enqueuer has not committed yet, say).
+	DefaultRetryDelay  = 5 * time.Second
+	DefaultCallTimeout = 10 * time.Second
+	DefaultDLQTimeout  = 2 * time.Second
+	// maxReceives bounds how often one message is hidden and looked at again. Past it
+	// the message is deleted: the enqueuer sends the task again whenever the database
+	// says it needs a message, so a message that never becomes claimable is just noise.
+	maxReceives = 50
+	// ackSlots and extendSlots bound the background SQS calls in flight (background.go).
+	ackSlots    = 16
+	extendSlots = 64
+)
+
+// SourceConfig configures a Source.
+type SourceConfig struct {
+	Store  store.Store // required
+	Client *sqs.Client // required
+	Queues *Queues     // required: the SQS queues of the Rota queues the worker serves
+	// WorkerID is written into claimed tasks; it must be the worker's own
+	// (runtime.Config.WorkerID: pass Source.WorkerID there). Default:
+	// "<hostname>-<pid>-<6 random hex digits>", the runtime's format.
+	WorkerID string
+	// LeaseDuration is the lease of each claim and the visibility timeout of each
+	// received message. Must be the worker's (runtime.Config.LeaseDuration).
+	// Default: runtime.DefaultLeaseDuration.
+	LeaseDuration time.Duration
+	// WaitSeconds is the long poll of each receive, 1 to 20. Default: DefaultWaitSeconds.
+	WaitSeconds int
+	// RetryDelay is how long a message whose task is unexpectedly unclaimable (PENDING,
+	// or due yet not claimed) stays hidden before it is looked at again.
+	// Default: DefaultRetryDelay.
+	RetryDelay time.Duration
+	// CallTimeout bounds each claim, delete and visibility change. Default: DefaultCallTimeout.
+	CallTimeout time.Duration
+	// DLQTimeout bounds the publish of dead-task events; short, because the publish is
+	// best-effort and holds one of the background slots settling uses.
+	// Default: DefaultDLQTimeout.
+	DLQTimeout time.Duration
+	// NoDLQ turns dead-task events off (the database records dead letters regardless).
+	NoDLQ bool
+
+	Metrics *Metrics     // default: NewMetrics(nil)
+	Logger  *slog.Logger // default: slog.Default()
+}
+
+// NewSource checks cfg and fills its defaults.
+func NewSource(cfg SourceConfig) (*Source, error) {
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = defaultWorkerID()
+	}
+	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, runtime.DefaultLeaseDuration)
+	cfg.WaitSeconds = cmp.Or(cfg.WaitSeconds, DefaultWaitSeconds)
+	cfg.RetryDelay = cmp.Or(cfg.RetryDelay, DefaultRetryDelay)
+	cfg.CallTimeout = cmp.Or(cfg.CallTimeout, DefaultCallTimeout)
+	cfg.DLQTimeout = cmp.Or(cfg.DLQTimeout, DefaultDLQTimeout)
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(nil)
+	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(cfg.Store != nil, "Store is required")
+	check(cfg.Client != nil, "Client is required")
+	check(cfg.Queues != nil, "Queues is required")
+	check(cfg.LeaseDuration >= time.Second && cfg.LeaseDuration <= maxVisibility,
+		"LeaseDuration must be between 1s and 12h (SQS's visibility timeout range), got %s", cfg.LeaseDuration)
+	check(cfg.WaitSeconds >= 1 && cfg.WaitSeconds <= 20, "WaitSeconds must be between 1 and 20, got %d", cfg.WaitSeconds)
+	check(cfg.RetryDelay > 0, "RetryDelay must be positive, got %s", cfg.RetryDelay)
+	check(cfg.CallTimeout > 0, "CallTimeout must be positive, got %s", cfg.CallTimeout)
+	check(cfg.DLQTimeout > 0, "DLQTimeout must be positive, got %s", cfg.DLQTimeout)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: sqs source config: %w", store.ErrInvalid, err)
+	}
+
+	log := cfg.Logger.With("component", "sqs-source", "worker_id", cfg.WorkerID)
+	s := &Source{cfg: cfg, client: cfg.Client, queues: cfg.Queues, metrics: cfg.Metrics, log: log,
+		acks: newBackground(ackSlots), extends: newBackground(extendSlots)}
+	if !cfg.NoDLQ {
+		s.dlq = &dlqPublisher{client: cfg.Client, queue: cfg.Queues.dlq, timeout: cfg.DLQTimeout, metrics: cfg.Metrics, log: log}
+	}
+	return s, nil
+}
+
+// WorkerID is the id the source claims tasks for: the worker's runtime.Config.WorkerID.
+func (s *Source) WorkerID() string { return s.cfg.WorkerID }
+
+// LeaseDuration is the lease of the source's claims: the worker's
+// runtime.Config.LeaseDuration.
+func (s *Source) LeaseDuration() time.Duration { return s.cfg.LeaseDuration }
+
+// defaultWorkerID names a worker as the runtime does when given no id.
+func defaultWorkerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

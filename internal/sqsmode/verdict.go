@@ -1,0 +1,64 @@
+package sqsmode
+
+import (
+	"errors"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// action is what happens to the message of a task the claim did not take.
+type action int
+
+const (
+	actionLeave  action = iota // touch nothing: the message comes back after its visibility timeout
+	actionDelete               // the message is not needed
+	actionDefer                // hide the message for a while, then look again
+)
+
+// verdict is the decision about one unclaimed task's message.
+type verdict struct {
+	action  action
+	reason  string        // for actionDelete: ReasonDuplicate or ReasonMisrouted
+	hideFor time.Duration // for actionDefer
+	why     string        // for the log
+}
+
+// judge decides about the message of an id the claim did not take, from the task as the
+// store shows it now (task, err: GetTask's answer), the Rota queue whose SQS queue the
+// message came from, and how many times SQS has delivered the message.
+//
+// Deleting is safe whenever the database alone can bring the task to an end: a finished
+// or missing task needs no message; a PROCESSING task is in some worker's hands, and if
+// that worker dies the reaper returns the task to ENQUEUED with enqueued_at cleared, so
+// the enqueuer sends a fresh message. Deferring keeps a message that may be needed soon.
+func judge(task *store.Task, err error, rq string, now time.Time, receives int, retryDelay time.Duration) verdict {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return verdict{action: actionDelete, reason: ReasonDuplicate, why: "no such task (deleted by retention, or never created)"}
+	case err != nil:
+		return verdict{action: actionLeave, why: "the task could not be read"}
+	case task.Queue != rq:
+		// The enqueuer sends every task to its own queue's SQS queue, so this message
+		// was sent by something else; the task gets its own message.
+		return verdict{action: actionDelete, reason: ReasonMisrouted, why: "the task belongs to queue " + task.Queue}
+	case task.Status.Terminal():
+		return verdict{action: actionDelete, reason: ReasonDuplicate, why: "the task is " + string(task.Status)}
+	case task.Status == store.StatusProcessing:
+		return verdict{action: actionDelete, reason: ReasonDuplicate, why: "another worker holds the task"}
+	case receives > maxReceives:
+		return verdict{action: actionDelete, reason: ReasonDuplicate, why: "delivered too often without becoming claimable; the enqueuer sends the task again when it needs a message"}
+	case task.ScheduledFor.After(now):
+		// A retry or delayed task: show the message again when the task is due (SQS
+		// caps a visibility timeout at 12 hours; past that it is hidden again).
+		return verdict{action: actionDefer, hideFor: min(task.ScheduledFor.Sub(now), maxVisibility), why: "the task is not due yet"}
+	case task.Status == store.StatusPending:
+		// The enqueuer that sent the id has not committed ENQUEUED yet (rare: the claim
+		// waits for its lock), or the task was replayed since.
+		return verdict{action: actionDefer, hideFor: retryDelay, why: "the task is still PENDING"}
+	default:
+		// ENQUEUED and due, yet not claimed: it changed between the claim and this read
+		// (another worker's attempt just ended in a retry), or its attempts are used up.
+		return verdict{action: actionDefer, hideFor: retryDelay, why: "the task is " + string(task.Status) + " and was not claimable"}
+	}
+}

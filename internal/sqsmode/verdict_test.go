@@ -1,0 +1,108 @@
+package sqsmode
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+func TestJudgeUnclaimedMessages(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	const retry = 5 * time.Second
+	task := func(status store.Status, due time.Duration) *store.Task {
+		return &store.Task{Queue: "default", Status: status, ScheduledFor: now.Add(due)}
+	}
+	cases := []struct {
+		name     string
+		task     *store.Task
+		err      error
+		queue    string
+		receives int
+		want     verdict
+	}{
+		{"missing task", nil, fmt.Errorf("get: %w", store.ErrNotFound), "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
+		{"unreadable task", nil, errors.New("connection reset"), "default", 1, verdict{action: actionLeave}},
+		{"succeeded", task(store.StatusSucceeded, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
+		{"dead", task(store.StatusDead, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
+		{"failed", task(store.StatusFailed, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
+		{"canceled", task(store.StatusCanceled, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
+		{"held by another worker", task(store.StatusProcessing, -time.Minute), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
+		{"another queue's task", task(store.StatusEnqueued, 0), nil, "emails", 1, verdict{action: actionDelete, reason: ReasonMisrouted}},
+		{"misrouted even when finished", task(store.StatusSucceeded, 0), nil, "emails", 1, verdict{action: actionDelete, reason: ReasonMisrouted}},
+		{"retry due in a minute", task(store.StatusEnqueued, time.Minute), nil, "default", 1, verdict{action: actionDefer, hideFor: time.Minute}},
+		{"scheduled in two days: at most 12 h", task(store.StatusPending, 48*time.Hour), nil, "default", 1, verdict{action: actionDefer, hideFor: 12 * time.Hour}},
+		{"pending and due: enqueuer not committed yet", task(store.StatusPending, -time.Second), nil, "default", 1, verdict{action: actionDefer, hideFor: retry}},
+		{"enqueued, due, unclaimed", task(store.StatusEnqueued, -time.Second), nil, "default", 3, verdict{action: actionDefer, hideFor: retry}},
+		{"looked at too often", task(store.StatusPending, -time.Second), nil, "default", maxReceives + 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
+	}
+	for _, tc := range cases {
+		got := judge(tc.task, tc.err, tc.queue, now, tc.receives, retry)
+		if got.why == "" {
+			t.Errorf("%s: verdict has no reason for the log", tc.name)
+		}
+		got.why = ""
+		if got != tc.want {
+			t.Errorf("%s: judge = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestChunksAndVisibility(t *testing.T) {
+	var sizes []int
+	for _, c := range chunks(make([]int, 23), maxBatch) {
+		sizes = append(sizes, len(c))
+	}
+	if fmt.Sprint(sizes) != "[10 10 3]" {
+		t.Errorf("chunks of 23 = %v, want [10 10 3]", sizes)
+	}
+	if len(chunks([]int{}, maxBatch)) != 0 {
+		t.Error("chunks of nothing must be empty")
+	}
+	for d, want := range map[time.Duration]int32{
+		-time.Second: 0, 0: 0, time.Millisecond: 1, 30 * time.Second: 30, 1500 * time.Millisecond: 2, 13 * time.Hour: 43200,
+	} {
+		if got := visibilitySeconds(d); got != want {
+			t.Errorf("visibilitySeconds(%s) = %d, want %d", d, got, want)
+		}
+	}
+}
+
+func TestDeadTaskEventOnlyForDeadAndFailed(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 123, time.FixedZone("CET", 3600))
+	task := &store.Task{ID: uuid.New(), Kind: "fail", Queue: "emails", WorkerID: "w1", AttemptCount: 3, MaxAttempts: 3}
+	settled := func(status store.Status, err error) runtime.Settled {
+		return runtime.Settled{Delivery: runtime.Delivery{Task: task},
+			Outcome: store.Outcome{Error: "boom\x00" + strings.Repeat("é", 3)},
+			Result:  store.OutcomeResult{TaskID: task.ID, Status: status, Err: err}}
+	}
+	for _, status := range []store.Status{store.StatusSucceeded, store.StatusEnqueued, store.StatusCanceled} {
+		if _, ok := deadTaskEvent(settled(status, nil), now); ok {
+			t.Errorf("a %s task produced a dead-task event", status)
+		}
+	}
+	if _, ok := deadTaskEvent(settled(store.StatusDead, store.ErrLeaseLost), now); ok {
+		t.Error("a rejected outcome produced a dead-task event")
+	}
+
+	ev, ok := deadTaskEvent(settled(store.StatusDead, nil), now)
+	if !ok {
+		t.Fatal("a DEAD task produced no event")
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`{"task_id":%q,"kind":"fail","queue":"emails","worker_id":"w1","attempt_count":3,"max_attempts":3,`+
+		`"error":"boom`+"\uFFFD"+`ééé","reason":"DEAD","timestamp":"2026-03-01T11:00:00.000000123Z"}`, task.ID)
+	if string(b) != want {
+		t.Errorf("event JSON\n got %s\nwant %s", b, want)
+	}
+}

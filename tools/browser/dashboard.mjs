@@ -1,0 +1,353 @@
+// Drives the Rota dashboard in headless Chromium against a real `rota serve`, as an
+// operator would: login, live task status, replay of a dead task, pausing a schedule, and
+// the session and cross-site protections. Run by e2e/dashboard_test.go, which starts the
+// server (with a token), a fixture server on another loopback port (ROTA_FIXTURE_URL: the
+// cross-site page, and POST /start-worker to start a `rota worker` on demand), and checks
+// the screenshots this writes to $ROTA_ARTIFACTS_DIR/dashboard/.
+//
+// Exits 0 when every check passed, 1 with a message naming the failed check otherwise.
+import {
+  ACTION_TIMEOUT_MS, LIVE_TIMEOUT_MS, CheckFailed, apiClient, check, expectVisible, fail,
+  launchBrowser, loadConfig, log, pathOf, screenshot, step, textOf, waitForText, waitUntil,
+} from './harness.mjs';
+
+// The whole run must end well inside the Go test's own timeout.
+const RUN_TIMEOUT_MS = 100_000;
+
+const SCHEDULE = 'dashboard-nightly-report';
+
+async function main() {
+  const cfg = loadConfig();
+  const api = apiClient(cfg);
+  const browser = await launchBrowser(cfg);
+  const page = await browser.context.newPage();
+  const s = { cfg, api, context: browser.context, page };
+  try {
+    await step('seed: a delayed task and a schedule through the API', () => seed(s));
+    await step('without a session: pages redirect to /login, actions get 403', () => withoutSession(s));
+    await step('log in: a wrong token is refused, the right one opens the overview', () => logIn(s));
+    await step('the session cookie is HttpOnly, SameSite=Strict and not the token', () => sessionCookie(s));
+    await step('a cross-site form post is refused and changes nothing', () => crossSitePost(s));
+    await step('a task goes from PENDING to SUCCEEDED live, without a reload', () => liveTask(s));
+    await step('tasks page: list, filter and search by id', () => tasksPage(s));
+    await step('a dead task is found in dead letters and replayed', () => replayDeadTask(s));
+    await step('a schedule is paused and resumed', () => pauseAndResume(s));
+    await step('log out: the pages ask for the login again', () => logOut(s));
+  } catch (err) {
+    await page.screenshot({ path: `${cfg.screenshotDir}/failure.png`, fullPage: true }).catch(() => {});
+    throw err;
+  } finally {
+    await browser.close();
+  }
+}
+
+async function seed(s) {
+  // Delayed an hour in a queue no worker serves: it stays PENDING and cancelable, the target
+  // of the forged requests below.
+  const victim = await s.api.call('POST', '/api/tasks',
+    { kind: 'noop', queue: 'guarded', delay_seconds: 3600 }, 201);
+  s.victimID = victim.id;
+  log(`victim task ${victim.id} (PENDING in queue guarded)`);
+  await s.api.call('POST', '/api/schedules', {
+    name: SCHEDULE, cron_spec: '0 3 * * *', timezone: 'Europe/Berlin',
+    task: { kind: 'noop', queue: 'reports' },
+  }, 201);
+  log(`schedule ${SCHEDULE}`);
+}
+
+async function withoutSession({ cfg, api, page, context, victimID }) {
+  for (const p of ['/', '/tasks', '/schedules']) {
+    const res = await page.goto(cfg.url + p);
+    const where = pathOf(page);
+    check(where.path === '/login', `GET ${p} without a session ended on ${page.url()} (status ${res?.status()}), want /login`);
+    check(where.next === p || (p === '/' && where.next === null),
+      `GET ${p} redirected to ${page.url()}, want next=${p}`);
+    const hop = await res.request().redirectedFrom()?.response();
+    check(hop?.status() === 303, `GET ${p} without a session answered ${hop?.status()}, want a 303 to /login`);
+    log(`GET ${p} -> 303 ${page.url().slice(cfg.url.length)}`);
+  }
+  // Requests with no cookie at all (this context has not logged in yet), even carrying a
+  // csrf field: refused before anything runs.
+  const actions = [
+    `/tasks/${victimID}/cancel`,
+    `/tasks/${victimID}/replay`,
+    '/dead-letters/replay',
+    `/schedules/${SCHEDULE}/pause`,
+  ];
+  for (const action of actions) {
+    const res = await context.request.post(cfg.url + action, {
+      form: { csrf: 'forged', task_id: victimID }, maxRedirects: 0, failOnStatusCode: false,
+    });
+    check(res.status() === 403, `POST ${action} without a session answered ${res.status()}, want 403`);
+    log(`POST ${action} -> 403`);
+  }
+  await expectUnchanged(api, victimID);
+}
+
+// expectUnchanged: the victim is still PENDING with no cancel requested, and the schedule
+// still enabled: the refused requests changed nothing.
+async function expectUnchanged(api, victimID) {
+  const t = await api.task(victimID);
+  check(t.status === 'PENDING' && t.cancel_requested_at === null,
+    `victim task after refused requests: status ${t.status}, cancel_requested_at ${t.cancel_requested_at}; want PENDING and null`);
+  const sch = await api.schedule(SCHEDULE);
+  check(sch.enabled === true, `schedule ${SCHEDULE} after refused requests: enabled ${sch.enabled}, want true`);
+  log('API: victim task still PENDING, schedule still enabled');
+}
+
+async function logIn({ cfg, page }) {
+  await page.goto(`${cfg.url}/login`);
+  await expectVisible(page, '#login-form', 'login page');
+  const type = await page.getAttribute('#token', 'type');
+  check(type === 'password', `#token has type ${type}, want password`);
+  await screenshot(cfg, page, 'login');
+
+  await page.fill('#token', 'not-the-token');
+  const [refused] = await Promise.all([
+    page.waitForResponse((r) => new URL(r.url()).pathname === '/login' && r.request().method() === 'POST'),
+    page.click('#login-submit'),
+  ]);
+  check(refused.status() === 401, `login with a wrong token answered ${refused.status()}, want 401`);
+  await expectVisible(page, '.flash-error', 'login with a wrong token');
+  log(`wrong token -> 401 with ${JSON.stringify(await textOf(page, '.flash-error'))}`);
+
+  await page.fill('#token', cfg.token);
+  await Promise.all([page.waitForURL(`${cfg.url}/`), page.click('#login-submit')]);
+  await expectVisible(page, '#queue-counts', 'overview after login');
+  log('right token -> overview');
+
+  // The seeded task shows in its queue's row.
+  await waitForText(page, '#queue-counts tr[data-queue="guarded"] td[data-status="PENDING"]', '1');
+  await expectVisible(page, '#throughput-chart', 'overview');
+  log(`failure rate ${JSON.stringify(await textOf(page, '#failure-rate'))}`);
+  await screenshot(cfg, page, 'overview');
+}
+
+async function sessionCookie({ cfg, context }) {
+  const cookie = (await context.cookies(cfg.url)).find((c) => c.name === 'rota_session');
+  check(cookie, 'no rota_session cookie after login');
+  check(cookie.httpOnly, 'rota_session is not HttpOnly');
+  check(cookie.sameSite === 'Strict', `rota_session has SameSite=${cookie.sameSite}, want Strict`);
+  check(cookie.path === '/', `rota_session has Path=${cookie.path}, want /`);
+  check(!cookie.value.includes(cfg.token), 'rota_session carries the token itself');
+  // Its value is no credential for the API.
+  const res = await fetch(`${cfg.url}/api/stats`, { headers: { Authorization: `Bearer ${cookie.value}` } });
+  check(res.status === 401, `the cookie's value as a Bearer token got ${res.status} from /api/stats, want 401`);
+  log('cookie value as a Bearer token -> 401');
+}
+
+// crossSitePost submits, from a page on another origin (the fixture server), a form to
+// the dashboard's cancel action, in the logged-in browser: once as a plain forgery and once
+// even carrying the session's real csrf value, so the origin check alone is shown to hold.
+// Both origins are 127.0.0.1, so the SameSite cookie is sent: the refusal is the
+// dashboard's, not the browser's.
+async function crossSitePost({ cfg, context, page, api, victimID }) {
+  await page.goto(`${cfg.url}/tasks/${victimID}`);
+  await waitForText(page, '#task-status', 'PENDING');
+  const csrf = await page.getAttribute('#cancel-form input[name="csrf"]', 'value');
+  check(csrf, '#cancel-form has no csrf value');
+  const action = `${cfg.url}/tasks/${victimID}/cancel`;
+  const evil = await context.newPage();
+  try {
+    for (const [label, token] of [['without csrf', ''], ['with the real csrf', csrf]]) {
+      const target = `${cfg.fixtureURL}/cross-site?${new URLSearchParams({ action, csrf: token })}`;
+      const [res] = await Promise.all([
+        evil.waitForResponse((r) => r.url() === action && r.request().method() === 'POST'),
+        evil.goto(target),
+      ]);
+      const headers = await res.request().allHeaders();
+      check(res.status() === 403, `cross-site POST ${label} answered ${res.status()}, want 403`);
+      check(headers.cookie?.includes('rota_session='),
+        `cross-site POST ${label} carried no session cookie, so it does not test the origin check`);
+      log(`cross-site POST ${label} (sec-fetch-site ${headers['sec-fetch-site']}) -> 403`);
+    }
+  } finally {
+    await evil.close();
+  }
+  await expectUnchanged(api, victimID);
+}
+
+async function liveTask({ cfg, api, page }) {
+  const task = await api.call('POST', '/api/tasks', { kind: 'sleep', payload: { ms: 1500 } }, 201);
+  await page.goto(`${cfg.url}/tasks/${task.id}`);
+  await waitForText(page, '#task-status', 'PENDING');
+  log(`task ${task.id} reads PENDING, no worker running`);
+
+  // A reload or a navigation would drop this marker; the observer records every status
+  // the page shows on the way.
+  await page.evaluate(() => {
+    window.__rotaMarker = 'still the same page';
+    window.__rotaStatuses = [];
+    const record = () => {
+      const v = document.querySelector('#task-status')?.textContent.trim();
+      if (v && window.__rotaStatuses.at(-1) !== v) window.__rotaStatuses.push(v);
+    };
+    record();
+    new MutationObserver(record).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  const before = page.url();
+
+  const res = await fetch(`${cfg.fixtureURL}/start-worker`, { method: 'POST' });
+  check(res.status === 204, `starting the worker: fixture answered ${res.status} ${await res.text()}`);
+  log('worker started');
+
+  await waitForText(page, '#task-status', 'SUCCEEDED', { timeout: LIVE_TIMEOUT_MS });
+  const marker = await page.evaluate(() => window.__rotaMarker);
+  check(marker === 'still the same page', 'the page was reloaded or navigated to show the new status');
+  check(page.url() === before, `the page moved from ${before} to ${page.url()}`);
+  log(`statuses shown live: ${(await page.evaluate(() => window.__rotaStatuses)).join(' -> ')}`);
+  const fresh = await api.task(task.id);
+  check(fresh.status === 'SUCCEEDED', `API says the task is ${fresh.status}, the page SUCCEEDED`);
+  await waitUntil('the attempt to show in #attempts', async () =>
+    (await page.locator('#attempts tr.attempt').count()) === 1, { timeout: ACTION_TIMEOUT_MS });
+  log('one attempt row');
+  // The same live update that changed the status: still no reload.
+  check(await page.evaluate(() => window.__rotaMarker) === 'still the same page', 'the page was reloaded');
+}
+
+async function tasksPage({ cfg, api, page }) {
+  const done = (await api.get('/api/tasks?status=SUCCEEDED&kind=sleep')).tasks;
+  check(done.length === 1, `API lists ${done.length} SUCCEEDED sleep tasks, want 1`);
+  const id = done[0].id;
+  await page.click('a[data-nav="tasks"]');
+  await page.waitForURL((u) => u.pathname === '/tasks');
+  const row = `tr[data-task-id="${id}"]`;
+  await waitForText(page, `${row} td.status`, 'SUCCEEDED');
+  await waitForText(page, `${row} td.kind`, 'sleep');
+  await screenshot(cfg, page, 'tasks');
+
+  // Filter to PENDING: the sleep task goes, the delayed one stays.
+  await page.selectOption('#task-filter select[name="status"]', 'PENDING');
+  await Promise.all([page.waitForURL((u) => u.searchParams.get('status') === 'PENDING'),
+    page.locator('#task-filter').evaluate((f) => f.requestSubmit())]);
+  check(await page.locator(row).count() === 0, `the PENDING filter still lists SUCCEEDED task ${id}`);
+  check(await page.locator('tr[data-task-id] td.status').count() > 0, 'the PENDING filter lists no task');
+  for (const st of await page.locator('tr[data-task-id] td.status').allTextContents()) {
+    check(st.trim() === 'PENDING', `the PENDING filter lists a ${st.trim()} task`);
+  }
+  log('status filter PENDING lists only PENDING tasks');
+
+  await page.fill('#task-search input[name="id"]', id);
+  await Promise.all([page.waitForURL(`${cfg.url}/tasks/${id}`),
+    page.locator('#task-search').evaluate((f) => f.requestSubmit())]);
+  await waitForText(page, '#task-status', 'SUCCEEDED');
+  log('search by id opened the task');
+}
+
+async function replayDeadTask({ cfg, api, page }) {
+  const task = await api.call('POST', '/api/tasks',
+    { kind: 'fail', payload: { times: 100 }, max_attempts: 1 }, 201);
+  await waitUntil(`task ${task.id} to be DEAD`, async () => (await api.task(task.id)).status === 'DEAD',
+    { describe: async () => (await api.task(task.id)).status });
+  log(`task ${task.id} is DEAD (API)`);
+
+  await page.click('a[data-nav="dead-letters"]');
+  await page.waitForURL((u) => u.pathname === '/dead-letters');
+  const row = page.locator(`tr[data-task-id="${task.id}"]`).first();
+  await row.waitFor({ state: 'visible' }).catch(() => fail(`task ${task.id} is not listed on /dead-letters`));
+  log(`dead letter row: ${JSON.stringify((await row.innerText()).replace(/\s+/g, ' ').trim())}`);
+  await screenshot(cfg, page, 'dead-letters');
+
+  const link = row.locator(`a[href$="/tasks/${task.id}"]`).first();
+  if (await link.count()) {
+    await Promise.all([page.waitForURL(`${cfg.url}/tasks/${task.id}`), link.click()]);
+  } else {
+    log('the row has no link to the task: opening it by URL');
+    await page.goto(`${cfg.url}/tasks/${task.id}`);
+  }
+  await waitForText(page, '#task-status', 'DEAD');
+  const lastError = await textOf(page, '#task-last-error');
+  check(lastError, '#task-last-error is empty for a dead task');
+  log(`last error ${JSON.stringify(lastError)}`);
+
+  await Promise.all([
+    page.waitForURL(`${cfg.url}/tasks/${task.id}`, { waitUntil: 'load' }),
+    page.waitForResponse((r) => r.url() === `${cfg.url}/tasks/${task.id}/replay` && r.status() === 303),
+    page.click('#replay-task'),
+  ]);
+  await expectVisible(page, '.flash-ok', 'after replay');
+  log(`flash ${JSON.stringify(await textOf(page, '.flash-ok'))}`);
+
+  // The worker is still running and the task fails every time: it runs again and dies
+  // again. The history says so: the first run, the replay, the second run.
+  const outcomes = async () => (await api.attempts(task.id)).map((a) => a.outcome);
+  const history = await waitUntil('the replayed task to run and die again', async () => {
+    const o = await outcomes();
+    const i = o.indexOf('REPLAYED');
+    return i >= 0 && o.length > i + 1 && (await api.task(task.id)).status === 'DEAD' ? o : null;
+  }, { describe: async () => `${(await api.task(task.id)).status}, attempts ${(await outcomes()).join(',')}` });
+  log(`API attempts: ${history.join(', ')}`);
+
+  // The page (not reloaded since the flash) catches up by itself.
+  await waitForText(page, '#task-status', 'DEAD', { timeout: LIVE_TIMEOUT_MS });
+  await waitUntil(`#attempts to show ${history.length} rows`, async () =>
+    (await page.locator('#attempts tr.attempt').count()) === history.length,
+  { timeout: LIVE_TIMEOUT_MS, describe: async () => `${await page.locator('#attempts tr.attempt').count()} rows` });
+  const rows = await page.locator('#attempts tr.attempt').allInnerTexts();
+  check(rows.some((r) => /replayed/i.test(r)), `no attempt row shows the replay: ${JSON.stringify(rows)}`);
+  log('the page shows the REPLAYED event and the second run');
+  await screenshot(cfg, page, 'task');
+}
+
+async function pauseAndResume({ cfg, api, page }) {
+  await page.click('a[data-nav="schedules"]');
+  await page.waitForURL((u) => u.pathname === '/schedules');
+  const row = `tr[data-schedule="${SCHEDULE}"]`;
+  await waitForText(page, `${row} td.enabled`, 'enabled');
+  log(`cron ${await textOf(page, `${row} td.cron`)}, zone ${await textOf(page, `${row} td.timezone`)}, next ${await textOf(page, `${row} td.next-run`)}`);
+
+  await clickAction(page, `${row} button.pause-schedule`);
+  await expectVisible(page, '.flash-ok', 'after pause');
+  await waitForText(page, `${row} td.enabled`, 'paused');
+  check((await api.schedule(SCHEDULE)).enabled === false, 'the page says paused, the API says enabled');
+  check(await page.locator(`${row} button.pause-schedule`).count() === 0, 'a paused schedule still offers pause');
+  log('paused (page and API)');
+  await screenshot(cfg, page, 'schedules');
+
+  await clickAction(page, `${row} button.resume-schedule`);
+  await expectVisible(page, '.flash-ok', 'after resume');
+  await waitForText(page, `${row} td.enabled`, 'enabled');
+  check((await api.schedule(SCHEDULE)).enabled === true, 'the page says enabled, the API says paused');
+  log('resumed (page and API)');
+
+  await Promise.all([page.waitForURL(`${cfg.url}/schedules/${SCHEDULE}`),
+    page.click(`${row} a.schedule-link`)]);
+  await expectVisible(page, '#reschedule-form', 'schedule page');
+  await expectVisible(page, '#schedule-runs', 'schedule page');
+  await screenshot(cfg, page, 'schedule');
+}
+
+// clickAction clicks a button that posts a form and waits for the page it lands on.
+async function clickAction(page, selector) {
+  const button = page.locator(selector);
+  check(await button.count() === 1, `want one ${selector}, found ${await button.count()}`);
+  await Promise.all([
+    page.waitForResponse((r) => r.request().method() === 'POST' && r.status() === 303),
+    page.waitForEvent('load'),
+    button.click(),
+  ]);
+}
+
+async function logOut({ cfg, context, page }) {
+  await Promise.all([page.waitForEvent('load'), page.click('#logout')]);
+  const cookie = (await context.cookies(cfg.url)).find((c) => c.name === 'rota_session');
+  check(!cookie?.value, 'rota_session is still set after logout');
+  await page.goto(`${cfg.url}/tasks`);
+  check(pathOf(page).path === '/login', `after logout /tasks ended on ${page.url()}, want /login`);
+  log('logged out; /tasks redirects to /login');
+}
+
+const watchdog = setTimeout(() => {
+  console.error(`FAIL: the run took more than ${RUN_TIMEOUT_MS} ms`);
+  process.exit(1);
+}, RUN_TIMEOUT_MS);
+
+main().then(() => {
+  clearTimeout(watchdog);
+  console.log('PASS: dashboard browser scenarios');
+}, (err) => {
+  clearTimeout(watchdog);
+  const cause = err?.cause ? ` (cause: ${err.cause.message || err.cause})` : '';
+  console.error(err instanceof CheckFailed ? `FAIL: ${err.message}` : `FAIL: unexpected error${cause}: ${err.stack || err}`);
+  process.exitCode = 1;
+});
