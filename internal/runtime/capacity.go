@@ -70,5 +70,13 @@ func (c *capacity) limit(q string) int {
 	return min(c.total, c.queues[q].limit)
 }
 
+// signalFreed wakes a loop waiting on queue q's freed channel, without blocking.
+func (c *capacity) signalFreed(q string) {
+	select {
+	case c.queues[q].freed <- struct{}{}:
+	default:
+	}
+}
+
 // freed returns the channel signalled when a slot frees up, for queue q's fetcher.
 func (c *capacity) freed(q string) <-chan struct{} { return c.queues[q].freed }

@@ -34,6 +34,11 @@ type Config struct {
 	// FetchBatch is the most tasks one claim asks for; a claim never asks for more than
 	// the free capacity of its queue and of the worker. Default: 50.
 	FetchBatch int
+	// FetchLoops is how many loops claim (or fetch from a Source) for each queue at once.
+	// Default: 1 in poll mode, where one claim takes a whole batch in one round trip;
+	// DefaultSourceFetchLoops with a Source, whose receives (SQS long polls) return as
+	// soon as one message is there, so one loop alone would leave slots idle.
+	FetchLoops int
 	// PollInterval is how often an idle queue is polled when no wake-up from
 	// Store.WaitForTasks arrives (delayed and retried tasks are found this way).
 	// Default: 1s.
@@ -94,17 +99,18 @@ type Config struct {
 
 // Defaults, for documentation and for callers that build their own Config.
 const (
-	DefaultConcurrency    = 100
-	DefaultFetchBatch     = 50
-	DefaultPollInterval   = time.Second
-	DefaultLeaseDuration  = 30 * time.Second
-	DefaultAttemptTimeout = 15 * time.Minute
-	DefaultBackoffBase    = time.Second
-	DefaultBackoffMax     = time.Hour
-	DefaultReapInterval   = 5 * time.Second
-	DefaultShutdownGrace  = 10 * time.Second
-	DefaultCommitBatch    = 100
-	DefaultCommitInterval = 5 * time.Millisecond
+	DefaultConcurrency      = 100
+	DefaultFetchBatch       = 50
+	DefaultSourceFetchLoops = 4
+	DefaultPollInterval     = time.Second
+	DefaultLeaseDuration    = 30 * time.Second
+	DefaultAttemptTimeout   = 15 * time.Minute
+	DefaultBackoffBase      = time.Second
+	DefaultBackoffMax       = time.Hour
+	DefaultReapInterval     = 5 * time.Second
+	DefaultShutdownGrace    = 10 * time.Second
+	DefaultCommitBatch      = 100
+	DefaultCommitInterval   = 5 * time.Millisecond
 )
 
 // withDefaults returns cfg with every zero field set to its default. It is the one place
@@ -118,6 +124,12 @@ func (cfg Config) withDefaults() Config {
 		cfg.Queues = map[string]int{store.DefaultQueue: cfg.Concurrency}
 	}
 	cfg.FetchBatch = cmp.Or(cfg.FetchBatch, DefaultFetchBatch)
+	if cfg.FetchLoops == 0 {
+		cfg.FetchLoops = 1
+		if cfg.Source != nil {
+			cfg.FetchLoops = DefaultSourceFetchLoops
+		}
+	}
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, DefaultLeaseDuration)
 	cfg.HeartbeatInterval = cmp.Or(cfg.HeartbeatInterval, cfg.LeaseDuration/3)
@@ -154,6 +166,7 @@ func (cfg *Config) validate() error {
 		check(limit >= 0, "Queues[%q] must not be negative, got %d", q, limit)
 	}
 	check(cfg.FetchBatch > 0, "FetchBatch must be positive, got %d", cfg.FetchBatch)
+	check(cfg.FetchLoops > 0, "FetchLoops must be positive, got %d", cfg.FetchLoops)
 	check(cfg.PollInterval > 0, "PollInterval must be positive, got %s", cfg.PollInterval)
 	check(cfg.LeaseDuration > 0, "LeaseDuration must be positive, got %s", cfg.LeaseDuration)
 	check(cfg.HeartbeatInterval > 0 && cfg.HeartbeatInterval < cfg.LeaseDuration,

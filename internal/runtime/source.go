@@ -60,6 +60,9 @@ func (f *fetcher) runSource(ctx context.Context) {
 		if ctx.Err() != nil || !f.waitForSlots(ctx) {
 			return
 		}
+		// A freed slot wakes one waiting loop; pass the wake-up on, so the queue's other
+		// loops (FetchLoops) look at the free capacity too.
+		w.capacity.signalFreed(f.queue)
 		n := w.capacity.reserve(f.queue, w.cfg.FetchBatch)
 		if n == 0 {
 			continue

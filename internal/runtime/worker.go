@@ -125,7 +125,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	for _, q := range slices.Sorted(maps.Keys(w.fetchers)) {
 		f := w.fetchers[q]
-		fetchDone.Go(func() { f.run(ctx) })
+		for range cfg.FetchLoops {
+			fetchDone.Go(func() { f.run(ctx) })
+		}
 	}
 
 	<-ctx.Done()

@@ -2,6 +2,7 @@ package sqsmode_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -18,9 +19,9 @@ import (
 	"github.com/rotaqueue/rota/internal/testutil/sqstest"
 )
 
-// benchWorkers is how many SQS workers drain the backlog; each has one receive loop, so
-// they match MeasureCeiling's benchClients receivers, as the enqueuer's default send
-// concurrency (4) matches its senders.
+// benchWorkers is how many SQS workers drain the backlog, like the enqueuer's default
+// send concurrency (4) matching MeasureCeiling's benchClients senders. Each worker runs
+// FetchLoops receive loops: the sub-benchmarks compare one with the default.
 const (
 	benchWorkers = 4
 	benchClients = 4
@@ -36,6 +37,12 @@ const (
 //
 //	go test -run '^$' -bench SQSModeDrain -benchtime 20000x ./internal/sqsmode/
 func BenchmarkSQSModeDrain(b *testing.B) {
+	for _, loops := range []int{1, runtime.DefaultSourceFetchLoops} {
+		b.Run(fmt.Sprintf("fetch_loops=%d", loops), func(b *testing.B) { benchmarkSQSModeDrain(b, loops) })
+	}
+}
+
+func benchmarkSQSModeDrain(b *testing.B, fetchLoops int) {
 	pool := benchPool(b)
 	st := postgres.New(pool)
 	b.Cleanup(st.Close)
@@ -70,7 +77,7 @@ func BenchmarkSQSModeDrain(b *testing.B) {
 		mux := runtime.NewMux()
 		mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { ran.Add(1); return nil })
 		w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, WorkerID: src.WorkerID(),
-			LeaseDuration: src.LeaseDuration(), FetchBatch: sqsmode.MaxReceiveBatch,
+			LeaseDuration: src.LeaseDuration(), FetchBatch: sqsmode.MaxReceiveBatch, FetchLoops: fetchLoops,
 			ClaimFrom: store.StatusEnqueued, Source: src, Logger: logger})
 		if err != nil {
 			b.Fatal(err)
