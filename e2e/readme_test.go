@@ -2,17 +2,26 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/rotaqueue/rota/internal/store"
 )
 
 // readmeBlock returns the shell block that follows the marker <!-- quickstart:name -->
@@ -146,4 +155,187 @@ func keys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestReadmeSQSBlock runs the README's SQS-mode block word for word in the repository
+// root, with ./rota built by the quick start's own build command and the environment the
+// block's prose assumes: ROTA_DATABASE_URL of a migrated database and AWS credentials
+// (static test ones; fauxqs checks none). Only where SQS and the API live differ from a
+// reader's machine: ROTA_SQS_ENDPOINT is a fresh fauxqs and ROTA_ADDR a free port.
+// Tasks created through the server's API in both queues the block names must run once
+// each through SQS, and a permanent failure must reach the block's dead-letter queue.
+func TestReadmeSQSBlock(t *testing.T) {
+	block := readmeBlock(t, "sqs")
+	// The queue names below are the block's; if it changes them, this test must follow.
+	for _, setting := range []string{"ROTA_QUEUES=default,emails", "ROTA_SQS_QUEUE=rota", "ROTA_SQS_DLQ=rota-dlq"} {
+		if !strings.Contains(block, setting) {
+			t.Fatalf("the sqs block no longer sets %s; update this test", setting)
+		}
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildReadmeRota(t, root)
+
+	r := newSQSRig(t)
+	r.queue, r.dlq = "rota", "rota-dlq"
+	addr := freeAddr(t)
+	env := append(withoutEnv(os.Environ(), "ROTA_", "AWS_"),
+		"ROTA_DATABASE_URL="+r.dbURL, "ROTA_SQS_ENDPOINT="+r.sqs.Endpoint(), "ROTA_ADDR="+addr,
+		"AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test")
+	run := startReadmeBlock(t, root, env, block)
+
+	api := apiClient{t: t, url: "http://" + addr}
+	waitFor(t, time.Minute, "rota serve to answer /healthz", func() (bool, string) {
+		if run.exited() {
+			t.Fatalf("the sqs block exited:\n%s", run.output())
+		}
+		resp, err := http.Get(api.url + "/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+
+	want := map[uuid.UUID]string{}
+	create := func(body map[string]any, status store.Status) {
+		t.Helper()
+		created := api.call("POST", "/api/tasks", body).expect(t, fmt.Sprint("create ", body), http.StatusCreated, "")
+		id, err := uuid.Parse(created.str("id"))
+		if err != nil {
+			t.Fatalf("created task: %s", created.raw)
+		}
+		want[id] = string(status)
+	}
+	create(map[string]any{"kind": "noop"}, store.StatusSucceeded)
+	create(map[string]any{"kind": "noop", "queue": "emails"}, store.StatusSucceeded)
+	create(map[string]any{"kind": "fail", "queue": "emails", "payload": map[string]any{"permanent": true}, "max_attempts": 5},
+		store.StatusFailed)
+
+	r.waitStatuses(2*time.Minute, map[string]int{"SUCCEEDED": 2, "FAILED": 1})
+	// Each Rota queue had its own SQS queue, named as the README says, and every message
+	// was deleted.
+	r.waitQueueEmpty(r.queueURL("rota"), time.Minute)
+	r.waitQueueEmpty(r.queueURL("rota-emails"), time.Minute)
+	tallies := r.assertFinal(want)
+	for id, k := range tallies {
+		if k.attemptCount != 1 {
+			t.Errorf("task %s (%s) took %d attempts, want 1", id, want[id], k.attemptCount)
+		}
+	}
+	for _, e := range receiveDeadTaskEvents(t, r, r.queueURL("rota-dlq"), 1) {
+		checkDeadTaskEvent(t, r, e, want)
+		if e.Queue != "emails" || e.Reason != string(store.StatusFailed) {
+			t.Errorf("DLQ event %+v, want the FAILED task of queue emails", e)
+		}
+	}
+	run.stop(t, 30*time.Second)
+}
+
+// buildReadmeRota runs the quick start's build command (the server block before its
+// "&&") in root, so that ./rota is what a reader of the README has built.
+func buildReadmeRota(t *testing.T, root string) {
+	t.Helper()
+	build, _, ok := strings.Cut(readmeBlock(t, "server"), " && ")
+	if !ok || !strings.Contains(build, "go build") {
+		t.Fatalf("the server block no longer starts with a go build command joined by &&; update this test")
+	}
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", build)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the quick start's build %q failed: %v\n%s", build, err, out)
+	}
+}
+
+// withoutEnv drops the variables whose names start with one of prefixes, so that the
+// developer's own settings cannot change what a README block does.
+func withoutEnv(env []string, prefixes ...string) []string {
+	var out []string
+	for _, kv := range env {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(kv, p) }) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// readmeRun is a README block running under bash in a process group of its own.
+type readmeRun struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan struct{} // closed when bash and everything holding its output are gone
+}
+
+// startReadmeBlock runs block with `bash -euo pipefail -c` in dir. Its processes are
+// killed when t ends, if stop did not end them first.
+func startReadmeBlock(t *testing.T, dir string, env []string, block string) *readmeRun {
+	t.Helper()
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", block)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = newProcessGroup()
+	out := &lockedBuffer{}
+	// Not an *os.File: Wait returns only once every process that inherited the output
+	// (the block's background jobs too) has closed it.
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &readmeRun{cmd: cmd, out: out, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		if !r.exited() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-r.done
+		}
+		if t.Failed() {
+			t.Logf("README block output:\n%s", r.output())
+		}
+	})
+	return r
+}
+
+func (r *readmeRun) output() string { return r.out.String() }
+
+func (r *readmeRun) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop sends SIGTERM to the block's process group, as Ctrl-C in its terminal would end
+// it, and fails t unless every process is gone within d.
+func (r *readmeRun) stop(t *testing.T, d time.Duration) {
+	t.Helper()
+	stopProcessGroup(r.cmd)
+	select {
+	case <-r.done:
+	case <-time.After(d):
+		t.Errorf("the README block's processes did not exit within %v of SIGTERM", d)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a process writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -25,17 +26,23 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "  drain   insert --tasks noop tasks, then time an in-process worker draining them (tasks/s, RSS)")
 		fmt.Fprintln(stderr, "  steady  enqueue --rate tasks/s for --duration while a worker runs (pickup and end-to-end latency)")
 		fmt.Fprintln(stderr, "  insert  insert throughput: batches of 1, 100, 1000, and single inserts from 8 goroutines")
+		fmt.Fprintln(stderr, "  sqs     with --sqs-endpoint: SQS mode drains --tasks noop tasks (one enqueuer and one worker")
+		fmt.Fprintln(stderr, "          with an SQS source, as serve/worker --mode sqs run by default), then the endpoint's raw")
+		fmt.Fprintln(stderr, "          ceiling (send, receive, delete in batches of 10, 4 clients) and the ratio. Its SQS queues")
+		fmt.Fprintln(stderr, "          rota-bench-<random>-* are created and deleted. all includes sqs when an endpoint is given.")
 		fs.PrintDefaults()
 	}
 	dbURL := databaseURLFlag(fs)
-	workload := fs.String("workload", "all", "what to measure: drain, steady, insert or all (or a comma-separated list)")
-	tasks := fs.Int("tasks", bench.DefaultTasks, "drain: the backlog; insert: tasks per case")
+	workload := fs.String("workload", "all", "what to measure: drain, steady, insert, sqs or all (or a comma-separated list)")
+	tasks := fs.Int("tasks", bench.DefaultTasks, "drain and sqs: the backlog (sqs: and the ceiling's messages); insert: tasks per case")
 	rate := fs.Float64("rate", bench.DefaultRate, "steady: tasks enqueued per second")
 	duration := fs.Duration("duration", bench.DefaultDuration, "steady: how long the producer runs")
 	insertMax := fs.Duration("insert-max", time.Minute, "insert: end a case after this long, reporting the tasks it inserted (0 = no limit)")
 	concurrency := fs.Int("concurrency", envInt("ROTA_CONCURRENCY", 0), "the worker's handler goroutines (ROTA_CONCURRENCY; 0 = the runtime default)")
 	asJSON := fs.Bool("json", false, "print the results as JSON, without a progress display")
 	keep := fs.Bool("keep", false, "keep the benchmark database (in place: the benchmark's tasks) instead of removing it")
+	sqsEndpoint := fs.String("sqs-endpoint", envOr("ROTA_SQS_ENDPOINT", ""),
+		"sqs: the SQS-compatible endpoint to measure, e.g. an emulator's; credentials and region from the standard AWS chain (ROTA_SQS_ENDPOINT)")
 	inPlace := fs.Bool("in-place", false, "run in --database-url's own database, whose rota schema must be migrated (rota migrate up); "+
 		"the benchmark's tasks use a queue of their own and are deleted at the end")
 	if err := parseFlags(fs, args); err != nil {
@@ -50,7 +57,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if fs.NArg() > 0 {
 		return usagef("bench: unexpected argument %q", fs.Arg(0))
 	}
-	workloads, err := parseWorkloads(*workload)
+	if err := checkBenchEndpoint(*sqsEndpoint); err != nil {
+		return err
+	}
+	workloads, err := parseWorkloads(*workload, *sqsEndpoint != "")
 	if err != nil {
 		return err
 	}
@@ -86,6 +96,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Duration:    *duration,
 		InsertMax:   *insertMax,
 		Concurrency: *concurrency,
+		SQSEndpoint: *sqsEndpoint,
 		Progress:    progress,
 		Log:         logw,
 	})
@@ -109,23 +120,42 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return err
 }
 
-// parseWorkloads reads --workload: one name, "all", or a comma-separated list.
-func parseWorkloads(s string) ([]string, error) {
+// parseWorkloads reads --workload: one name, "all", or a comma-separated list. The sqs
+// workload needs an SQS endpoint; "all" includes it when there is one.
+func parseWorkloads(s string, haveSQSEndpoint bool) ([]string, error) {
 	var out []string
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
 		switch name {
 		case "all":
 			out = append(out, bench.Workloads...)
+			if haveSQSEndpoint {
+				out = append(out, bench.WorkloadSQS)
+			}
 		case bench.WorkloadDrain, bench.WorkloadSteady, bench.WorkloadInsert:
 			out = append(out, name)
-		case "sqs":
-			return nil, usagef("--workload sqs: the SQS drain is not available yet, because SQS mode is not built in this build; use drain, steady, insert or all")
+		case bench.WorkloadSQS:
+			if !haveSQSEndpoint {
+				return nil, usagef("--workload sqs needs an SQS endpoint to measure: set --sqs-endpoint or ROTA_SQS_ENDPOINT, e.g. http://127.0.0.1:4566")
+			}
+			out = append(out, name)
 		default:
-			return nil, usagef("--workload %q: want drain, steady, insert or all", name)
+			return nil, usagef("--workload %q: want drain, steady, insert, sqs or all", name)
 		}
 	}
 	return out, nil
+}
+
+// checkBenchEndpoint validates --sqs-endpoint ("" = none) as serve and worker do.
+func checkBenchEndpoint(endpoint string) error {
+	if endpoint == "" {
+		return nil
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--sqs-endpoint %q: want a URL such as http://127.0.0.1:4566", endpoint)
+	}
+	return nil
 }
 
 // printReport writes the results as tables.
@@ -182,12 +212,29 @@ func printReport(w io.Writer, rep *bench.Report) error {
 				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", c.Name, count(int64(c.Tasks)), seconds(c.Seconds),
 					rateOf(c.TasksPerSec), millis(c.Call.P50), millis(c.Call.P99))
 			}
+		case bench.WorkloadSQS:
+			printSQS(w, tw, r)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// printSQS writes the sqs workload: the drain, what went through SQS, and the ceiling.
+func printSQS(w io.Writer, tw *tabwriter.Writer, r *bench.Result) {
+	s := r.SQS
+	fmt.Fprintf(w, "sqs: %s noop tasks through SQS queue %s at %s, one enqueuer, worker concurrency %d\n",
+		count(int64(r.Tasks)), s.Queue, s.Endpoint, r.Concurrency)
+	fmt.Fprintf(w, "  %s; SQS: %s sent, %s received, %s deleted after their outcome, %s duplicates deleted, %d failures\n",
+		workerLine(r.Worker), count(s.Sent), count(s.Received), count(s.Deleted), count(s.DeletedDuplicate), s.Failures)
+	fmt.Fprintln(tw, "  MEASURE\tCOUNT\tSECONDS\tPER SECOND")
+	fmt.Fprintf(tw, "  SQS mode drain (tasks)\t%s\t%s\t%s\n", count(int64(r.Tasks)), seconds(r.Seconds), rateOf(r.TasksPerSec))
+	c := s.Ceiling
+	fmt.Fprintf(tw, "  raw SQS ceiling (messages; batches of 10, %d clients)\t%s\t%s\t%s\n",
+		c.Clients, count(int64(c.Messages)), seconds(c.Seconds), rateOf(c.MsgsPerSec))
+	fmt.Fprintf(tw, "  ratio (drain / ceiling)\t\t\t%s\n", strconv.FormatFloat(s.Ratio, 'f', 2, 64))
 }
 
 func workerLine(c *bench.WorkerCounts) string {

@@ -46,15 +46,15 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"dev", "everything in one process on the in-memory store: API and workers", runDev},
-		{"serve", "API, lease reaper and retention clean-up on PostgreSQL", runServe},
+		{"dev", "everything in one process on the in-memory store: API, dashboard, workers and schedules", runDev},
+		{"serve", "API, dashboard, lease reaper, retention and schedules on PostgreSQL (--mode sqs adds the SQS enqueuer)", runServe},
 		{"migrate", "apply or revert the database schema: migrate up|down|status", runMigrate},
-		{"worker", "run workers with the built-in handlers (--mode poll)", runWorker},
+		{"worker", "run workers with the built-in handlers (--mode poll|sqs)", runWorker},
 		{"enqueue", "create a task on a server: enqueue <kind> [--payload JSON] [--wait]", runEnqueue},
 		{"tasks", "list, show, cancel and replay tasks on a server: tasks list|get|cancel|replay|attempts", runTasks},
 		{"dead-letters", "list dead letters and replay them in bulk: dead-letters list|replay", runDeadLetters},
 		{"schedules", "manage cron schedules on a server: schedules list|get|create|update|delete|pause|resume|trigger|reschedule|runs", runSchedules},
-		{"bench", "measure drain throughput, latency and insert rates on PostgreSQL: bench [--workload drain|steady|insert|all]", runBench},
+		{"bench", "measure drain throughput, latency and insert rates on PostgreSQL: bench [--workload drain|steady|insert|sqs|all]", runBench},
 	}
 }
 

@@ -5,7 +5,9 @@
 //     process's RSS and Go heap sampled while it drains;
 //   - steady.go: a paced producer of single-task inserts while a worker runs, with the
 //     pickup and end-to-end latency of every task;
-//   - insert.go: insert throughput by batch size, and single inserts from 8 goroutines.
+//   - insert.go: insert throughput by batch size, and single inserts from 8 goroutines;
+//   - sqs.go: the drain in SQS mode (an enqueuer and a worker with an SQS source) on an
+//     SQS endpoint, then that endpoint's raw ceiling (internal/sqsceiling).
 //
 // Each workload is a function of a Target (a migrated database and a queue of its own)
 // that returns a Result. Run adds what the command needs around them: a database of its
@@ -22,12 +24,15 @@ import (
 	"log/slog"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/sqsmode"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -36,9 +41,11 @@ const (
 	WorkloadDrain  = "drain"
 	WorkloadSteady = "steady"
 	WorkloadInsert = "insert"
+	WorkloadSQS    = "sqs"
 )
 
-// Workloads lists every workload in the order `--workload all` runs them.
+// Workloads lists the workloads that need only PostgreSQL, in the order `--workload all`
+// runs them; all adds WorkloadSQS when an SQS endpoint is given.
 var Workloads = []string{WorkloadDrain, WorkloadSteady, WorkloadInsert}
 
 // Defaults of the command's flags.
@@ -138,19 +145,20 @@ func randomHex(n int) string {
 // in _ms) or seconds; rates in tasks per second.
 type Result struct {
 	Workload string `json:"workload"`
-	// Tasks, Seconds and TasksPerSec are the workload's headline: tasks drained (drain)
-	// or enqueued (steady) in the timed part, and their rate. Insert reports per case.
+	// Tasks, Seconds and TasksPerSec are the workload's headline: tasks drained (drain,
+	// sqs) or enqueued (steady) in the timed part, and their rate. Insert reports per case.
 	Tasks       int     `json:"tasks,omitempty"`
 	Seconds     float64 `json:"seconds,omitempty"`
 	TasksPerSec float64 `json:"tasks_per_sec,omitempty"`
-	// Concurrency is the worker's handler goroutines (drain, steady).
+	// Concurrency is the worker's handler goroutines (drain, steady, sqs).
 	Concurrency int `json:"concurrency,omitempty"`
-	// Worker counts what the in-process worker did (drain, steady).
+	// Worker counts what the in-process worker did (drain, steady, sqs).
 	Worker *WorkerCounts `json:"worker,omitempty"`
 
 	Memory *Memory       `json:"memory,omitempty"` // drain
 	Steady *SteadyResult `json:"steady,omitempty"` // steady
 	Insert []InsertCase  `json:"insert,omitempty"` // insert
+	SQS    *SQSResult    `json:"sqs,omitempty"`    // sqs
 }
 
 // WorkerCounts is the part of the worker's counters a benchmark run should check: in a
@@ -221,7 +229,7 @@ type Options struct {
 	// Keep keeps the created database (or, in place, the benchmark's tasks).
 	Keep bool
 
-	// Workloads to run, in order (names from Workloads).
+	// Workloads to run, in order (names from Workloads, and WorkloadSQS).
 	Workloads []string
 	// Tasks: the drain backlog, and the tasks of each insert case. Default DefaultTasks.
 	Tasks int
@@ -234,6 +242,10 @@ type Options struct {
 	InsertMax time.Duration
 	// Concurrency of the worker; 0 means the runtime's default.
 	Concurrency int
+	// SQSEndpoint is the SQS-compatible endpoint of WorkloadSQS, which needs one: the
+	// benchmark never runs against AWS unless pointed at it. Credentials and region come
+	// from the standard AWS chain, as for `rota worker --mode sqs`.
+	SQSEndpoint string
 
 	// Progress, when not nil, follows the running workload.
 	Progress *Progress
@@ -252,6 +264,9 @@ type Report struct {
 	Results     []*Result   `json:"results"`
 }
 
+// ErrNoSQSEndpoint is returned when WorkloadSQS is asked for without an SQS endpoint.
+var ErrNoSQSEndpoint = errors.New("the sqs workload needs an SQS endpoint")
+
 // ErrCreateDatabase wraps the failure to create the benchmark's own database.
 var ErrCreateDatabase = errors.New("cannot create the benchmark database")
 
@@ -269,9 +284,18 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 	if opts.Duration <= 0 {
 		opts.Duration = DefaultDuration
 	}
+	var sqsClient *sqs.Client
 	for _, w := range opts.Workloads {
 		if !isWorkload(w) {
 			return nil, fmt.Errorf("unknown workload %q", w)
+		}
+		if w == WorkloadSQS && sqsClient == nil {
+			if opts.SQSEndpoint == "" {
+				return nil, ErrNoSQSEndpoint
+			}
+			if sqsClient, err = sqsmode.NewClient(ctx, sqsmode.ClientConfig{Endpoint: opts.SQSEndpoint}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	logw := opts.Log
@@ -319,6 +343,9 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 			res, err = Steady(ctx, target, SteadyConfig{Rate: opts.Rate, Duration: opts.Duration, Concurrency: opts.Concurrency})
 		case WorkloadInsert:
 			res, err = Insert(ctx, target, InsertConfig{Tasks: opts.Tasks, MaxCaseDuration: opts.InsertMax})
+		case WorkloadSQS:
+			res, err = SQSDrain(ctx, target, SQSConfig{Client: sqsClient, Endpoint: opts.SQSEndpoint,
+				Tasks: opts.Tasks, Concurrency: opts.Concurrency})
 		}
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", w, err)
@@ -329,25 +356,26 @@ func Run(ctx context.Context, opts Options) (rep *Report, err error) {
 }
 
 func isWorkload(name string) bool {
-	for _, w := range Workloads {
-		if w == name {
-			return true
-		}
-	}
-	return false
+	return name == WorkloadSQS || slices.Contains(Workloads, name)
 }
 
 // newWorker returns the real worker runtime, with its defaults, serving only the
 // target's queue. st is normally postgres.New(pool); steady wraps it to see commits.
-func newWorker(st store.Store, mux *runtime.Mux, queue string, concurrency int) (*runtime.Worker, error) {
-	w, err := runtime.NewWorker(runtime.Config{
+// configure, when given, changes the config before the worker is made (the SQS mode
+// settings).
+func newWorker(st store.Store, mux *runtime.Mux, queue string, concurrency int, configure ...func(*runtime.Config)) (*runtime.Worker, error) {
+	cfg := runtime.Config{
 		Store:       st,
 		Mux:         mux,
 		Queues:      map[string]int{queue: 0},
 		Concurrency: concurrency,
 		// The counters (Result.Worker) report errors; logs would garble the output.
 		Logger: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	w, err := runtime.NewWorker(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
