@@ -47,7 +47,7 @@ var _ runtime.Observer = (*Metrics)(nil)
 // collectors (the label limits are per Metrics).
 func New(reg prometheus.Registerer) *Metrics {
 	taskCounter := func(name, help string) *prometheus.CounterVec {
-		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"queue", "kind"}))
+		return Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"queue", "kind"}))
 	}
 	return &Metrics{
 		queues: newLabelValues(MaxLabelValues),
@@ -61,34 +61,34 @@ func New(reg prometheus.Registerer) *Metrics {
 		failed:    taskCounter("rota_tasks_failed_total", "Task attempts that failed with a permanent error (task FAILED)."),
 		canceled:  taskCounter("rota_tasks_canceled_total", "Running tasks recorded as CANCELED after a cancel request."),
 
-		handlerDuration: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		handlerDuration: Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "rota_handler_duration_seconds",
 			Help:    "How long task handlers ran.",
 			Buckets: handlerBuckets,
 		}, []string{"queue", "kind"})),
-		claimDuration: register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		claimDuration: Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "rota_claim_duration_seconds",
 			Help:    "Latency of one claim (poll mode) or one Source fetch, including its long poll (SQS mode).",
 			Buckets: claimBuckets,
 		}, []string{"queue"})),
-		claimErrors: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		claimErrors: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rota_claim_errors_total",
 			Help: "Claims or Source fetches that failed.",
 		}, []string{"queue"})),
-		commitDuration: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		commitDuration: Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rota_commit_duration_seconds",
 			Help:    "Latency of one batched outcome write.",
 			Buckets: commitBuckets,
 		})),
-		commitErrors: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		commitErrors: Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_commit_errors_total",
 			Help: "Batched outcome writes that failed (they are retried).",
 		})),
-		leaseLost: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		leaseLost: Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_lease_lost_total",
 			Help: "Task attempts whose lease another worker took over; their outcome was dropped.",
 		})),
-		reaps: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		reaps: Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_lease_reaps_total",
 			Help: "Tasks with an expired lease that a reaper returned to the queue or ended.",
 		})),

@@ -31,9 +31,11 @@ func Handler(reg *prometheus.Registry) http.Handler {
 	}))
 }
 
-// register registers c with reg, or returns the collector already registered under the
-// same descriptors: two components of one process may ask for the same metrics.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+// Register registers c with reg, or returns the collector already registered under the
+// same descriptors: two components of one process (two schedulers, say) may ask for the
+// same metrics. A clash with a different metric of the same name panics: a programming
+// error. Every package that exports metrics registers through it.
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	if err := reg.Register(c); err != nil {
 		var already prometheus.AlreadyRegisteredError
 		if errors.As(err, &already) {
@@ -41,7 +43,7 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 				return existing
 			}
 		}
-		panic(err) // a name clash with another metric: a programming error
+		panic(err)
 	}
 	return c
 }

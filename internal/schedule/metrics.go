@@ -1,9 +1,9 @@
 package schedule
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rotaqueue/rota/internal/metrics"
 )
 
 // Metrics exports the scheduler's claims to Prometheus. Pass its Observe method as
@@ -19,19 +19,19 @@ type Metrics struct {
 // registry (two schedulers in one process) shares the same collectors.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return &Metrics{
-		claims: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		claims: metrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rota_schedule_claims_total",
 			Help: "ClaimDueSchedules calls, by result (ok or error).",
 		}, []string{"result"})),
-		runs: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		runs: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_schedule_runs_enqueued_total",
 			Help: "Tasks enqueued by schedule claims (one per tick run).",
 		})),
-		skipped: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		skipped: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_schedule_ticks_skipped_total",
 			Help: "Missed ticks that a catch-up policy (skip or one) did not run.",
 		})),
-		latency: register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
+		latency: metrics.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rota_schedule_claim_duration_seconds",
 			Help:    "Latency of ClaimDueSchedules calls.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
@@ -49,17 +49,4 @@ func (m *Metrics) Observe(ev ClaimEvent) {
 	m.runs.Add(float64(ev.Runs))
 	m.skipped.Add(float64(ev.Skipped))
 	m.latency.Observe(ev.Latency.Seconds())
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var already prometheus.AlreadyRegisteredError
-		if errors.As(err, &already) {
-			if existing, ok := already.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // a name clash with another metric: a programming error
-	}
-	return c
 }

@@ -1,10 +1,11 @@
 package sqsmode
 
 import (
-	"errors"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rotaqueue/rota/internal/metrics"
 )
 
 // Reasons a received message is deleted (the reason label of
@@ -59,7 +60,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg = prometheus.NewRegistry()
 	}
 	counterVec := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+		return metrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
 	}
 	return &Metrics{
 		sent:           counterVec("rota_sqs_messages_sent_total", "Task ids sent to SQS by the enqueuer, by Rota queue.", "queue"),
@@ -69,10 +70,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		poison:         counterVec("rota_sqs_poison_messages_total", "Received messages whose body is not a task id, by Rota queue.", "queue"),
 		deferred:       counterVec("rota_sqs_messages_deferred_total", "Received messages hidden again because their task is not claimable yet, by Rota queue.", "queue"),
 		deleteFailures: counterVec("rota_sqs_delete_failures_total", "Message deletes that failed (the message comes back; the database decides), by Rota queue.", "queue"),
-		dlqPublished: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		dlqPublished: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_dlq_published_total", Help: "Dead-task events published to the SQS dead-letter queue.",
 		})),
-		dlqFailures: register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+		dlqFailures: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_dlq_publish_failures_total", Help: "Dead-task events that could not be published (the database still records them).",
 		})),
 	}
@@ -142,17 +143,4 @@ func (m *Metrics) addDLQPublished(n int) {
 func (m *Metrics) addDLQFailures(n int) {
 	m.dlqFailures.Add(float64(n))
 	m.stats.dlqFailures.Add(int64(n))
-}
-
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var already prometheus.AlreadyRegisteredError
-		if errors.As(err, &already) {
-			if existing, ok := already.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // a name clash with another metric: a programming error
-	}
-	return c
 }
