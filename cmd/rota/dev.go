@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/rotaqueue/rota/internal/api"
-	"github.com/rotaqueue/rota/internal/dashboard"
 	"github.com/rotaqueue/rota/internal/handlers"
-	"github.com/rotaqueue/rota/internal/metrics"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/schedule"
+	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/memory"
 )
 
@@ -54,20 +52,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	st := memory.New()
 	defer st.Close()
-	// Every component registers its metrics with reg, which the API serves at /metrics.
-	reg := metrics.NewRegistry()
-	taskMetrics := metrics.New(reg)
-	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: st, Logger: logger}))
-	counted := taskMetrics.CountEnqueued(st) // for the components that create tasks
-	dash, err := dashboard.New(dashboard.Config{Store: counted, Token: *srvFlags.token, Logger: logger})
+	front, err := srvFlags.frontEnd(st, store.StatusPending, logger)
 	if err != nil {
 		return err
 	}
-	apiServer, err := api.New(api.Config{Store: counted, Token: *srvFlags.token, MetricsAuth: *srvFlags.metricsAuth,
-		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger})
-	if err != nil {
-		return err
-	}
+	reg, taskMetrics, counted, apiServer := front.reg, front.metrics, front.store, front.api
 	mux := runtime.NewMux()
 	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts)})
 	worker, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, Queues: queueLimits,

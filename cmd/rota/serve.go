@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rotaqueue/rota/internal/api"
 	"github.com/rotaqueue/rota/internal/dashboard"
@@ -16,6 +18,7 @@ import (
 	"github.com/rotaqueue/rota/internal/metrics"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/schedule"
+	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
 )
 
@@ -35,6 +38,34 @@ func registerServerFlags(fs *flag.FlagSet) serverFlags {
 		scheduleInterval: fs.Duration("schedule-interval", envDuration("ROTA_SCHEDULE_INTERVAL", schedule.DefaultInterval),
 			"how often due schedules are claimed (ROTA_SCHEDULE_INTERVAL)"),
 	}
+}
+
+// frontEnd is what serve and dev put in front of their store: the metrics registry (the
+// API serves it at /metrics), the task metrics, the store wrapped to count the tasks this
+// process creates (for every component that creates tasks), and the API with the
+// dashboard.
+type frontEnd struct {
+	reg     *prometheus.Registry
+	metrics *metrics.Metrics
+	store   store.Store
+	api     *api.Server
+}
+
+func (f serverFlags) frontEnd(st store.Store, claimFrom store.Status, logger *slog.Logger) (*frontEnd, error) {
+	reg := metrics.NewRegistry()
+	m := metrics.New(reg)
+	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: st, Logger: logger}))
+	counted := m.CountEnqueued(st)
+	dash, err := dashboard.New(dashboard.Config{Store: counted, Token: *f.token, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	apiServer, err := api.New(api.Config{Store: counted, Token: *f.token, MetricsAuth: *f.metricsAuth,
+		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger, ClaimFrom: claimFrom})
+	if err != nil {
+		return nil, err
+	}
+	return &frontEnd{reg: reg, metrics: m, store: counted, api: apiServer}, nil
 }
 
 func (f serverFlags) check() error {
@@ -109,21 +140,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	st := postgres.New(pool)
 	defer st.Close()
 
-	// Every component registers its metrics with reg, which the API serves at /metrics.
-	reg := metrics.NewRegistry()
-	taskMetrics := metrics.New(reg)
-	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: st, Logger: logger}))
-	counted := taskMetrics.CountEnqueued(st) // for the components that create tasks
-
-	dash, err := dashboard.New(dashboard.Config{Store: counted, Token: *srvFlags.token, Logger: logger})
+	front, err := srvFlags.frontEnd(st, claimStatus(*mode), logger)
 	if err != nil {
 		return err
 	}
-	apiServer, err := api.New(api.Config{Store: counted, Token: *srvFlags.token, MetricsAuth: *srvFlags.metricsAuth,
-		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger, ClaimFrom: claimStatus(*mode)})
-	if err != nil {
-		return err
-	}
+	reg, taskMetrics, counted, apiServer := front.reg, front.metrics, front.store, front.api
 	// SQS mode: connect now, so that a missing queue fails the start.
 	enqueuer, err := sqsF.enqueuer(ctx, *mode, st, reg, logger)
 	if err != nil {
