@@ -2,13 +2,14 @@ package sqsmode_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/runtime"
@@ -19,39 +20,53 @@ import (
 	"github.com/rotaqueue/rota/internal/testutil/sqstest"
 )
 
-// benchWorkers is how many SQS workers drain the backlog, like the enqueuer's default
-// send concurrency (4) matching MeasureCeiling's benchClients senders. Each worker runs
-// FetchLoops receive loops: the sub-benchmarks compare one with the default.
+// benchWorkers is how many SQS workers drain the backlog; benchClients is how many
+// senders and receivers MeasureCeiling runs, like the enqueuer's send concurrency (4).
 const (
 	benchWorkers = 4
 	benchClients = 4
 )
 
+// drainSetup is one sub-benchmark of BenchmarkSQSModeDrain: zero fields are the defaults.
+type drainSetup struct {
+	name           string
+	roundsPerQueue int // the Enqueuer's RoundsPerQueue
+	fetchLoops     int // each worker's FetchLoops
+}
+
 // BenchmarkSQSModeDrain measures SQS mode end to end: b.N due noop tasks in PostgreSQL
 // are sent by one Enqueuer and drained by benchWorkers runtime workers with SQS Sources,
-// all with the defaults `rota serve/worker --mode sqs` use, until every task is
+// each with its own client as `rota serve/worker --mode sqs` have, until every task is
 // SUCCEEDED in the database and every message is deleted. Then, on the same fauxqs, it
 // measures the raw ceiling (sqstest.MeasureCeiling: b.N messages sent, received and
 // deleted in batches of 10 with nothing else in the way). Reported: tasks/s,
-// ceiling_msgs/s and their ratio (ns/op is per task).
+// ceiling_msgs/s and their ratio (ns/op is per task), and per task the SQS calls and
+// claim statements of the drain. The sub-benchmarks run the defaults and, for
+// comparison in the same run, one enqueue round at a time per queue (as before
+// RoundsPerQueue) and a single fetch loop per worker.
 //
-//	go test -run '^$' -bench SQSModeDrain -benchtime 20000x ./internal/sqsmode/
+//	go test -run '^$' -bench SQSModeDrain -benchtime 10000x -count 3 ./internal/sqsmode/
 func BenchmarkSQSModeDrain(b *testing.B) {
-	for _, loops := range []int{1, runtime.DefaultSourceFetchLoops} {
-		b.Run(fmt.Sprintf("fetch_loops=%d", loops), func(b *testing.B) { benchmarkSQSModeDrain(b, loops) })
+	for _, setup := range []drainSetup{
+		{name: "defaults"},
+		{name: "rounds_per_queue=1", roundsPerQueue: 1},
+		{name: "fetch_loops=1", fetchLoops: 1},
+	} {
+		b.Run(setup.name, func(b *testing.B) { benchmarkSQSModeDrain(b, setup) })
 	}
 }
 
-func benchmarkSQSModeDrain(b *testing.B, fetchLoops int) {
+func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 	pool := benchPool(b)
-	st := postgres.New(pool)
-	b.Cleanup(st.Close)
+	pg := postgres.New(pool)
+	b.Cleanup(pg.Close)
+	st := &countingStore{Store: pg}
 	srv := sqstest.Start(b)
-	client := srv.Client(b)
+	calls := &callCounter{}
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	queues, err := sqsmode.NewQueues(client, sqsmode.QueueConfig{Queue: "bench", DLQ: "bench-dlq", Create: true},
+	queues, err := sqsmode.NewQueues(benchClient(b, srv), sqsmode.QueueConfig{Queue: "bench", DLQ: "bench-dlq", Create: true},
 		[]string{store.DefaultQueue})
 	if err != nil {
 		b.Fatal(err)
@@ -69,15 +84,15 @@ func benchmarkSQSModeDrain(b *testing.B, fetchLoops int) {
 	var stopped []chan error
 	var sources []*sqsmode.Source
 	for range benchWorkers {
-		src, err := sqsmode.NewSource(sqsmode.SourceConfig{Store: st, Client: client, Queues: queues,
-			Metrics: metrics, Logger: logger})
+		src, err := sqsmode.NewSource(sqsmode.SourceConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
+			Queues: queues, Metrics: metrics, Logger: logger})
 		if err != nil {
 			b.Fatal(err)
 		}
 		mux := runtime.NewMux()
 		mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { ran.Add(1); return nil })
 		w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, WorkerID: src.WorkerID(),
-			LeaseDuration: src.LeaseDuration(), FetchBatch: sqsmode.MaxReceiveBatch, FetchLoops: fetchLoops,
+			LeaseDuration: src.LeaseDuration(), FetchBatch: sqsmode.MaxReceiveBatch, FetchLoops: setup.fetchLoops,
 			ClaimFrom: store.StatusEnqueued, Source: src, Logger: logger})
 		if err != nil {
 			b.Fatal(err)
@@ -87,8 +102,8 @@ func benchmarkSQSModeDrain(b *testing.B, fetchLoops int) {
 		stopped = append(stopped, done)
 		sources = append(sources, src)
 	}
-	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: client, Queues: queues,
-		Metrics: metrics, Logger: logger})
+	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
+		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, Metrics: metrics, Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,16 +127,30 @@ func benchmarkSQSModeDrain(b *testing.B, fetchLoops int) {
 	if s := metrics.Stats(); s.Received != int64(b.N) || s.DeletedDuplicate+s.DeletedPoison+s.DeletedMisrouted != 0 {
 		b.Errorf("%d messages received for %d tasks (%+v): the drain should see each task's message once", s.Received, b.N, s)
 	}
+	n := float64(b.N)
+	b.ReportMetric(float64(calls.total())/n, "sqs_calls/task")
+	b.ReportMetric(float64(st.claims.Load())/n, "claims/task")
 
 	ceilingURL := srv.CreateQueue(b, "ceiling")
-	ceiling, err := sqstest.MeasureCeiling(ctx, client, ceilingURL, b.N, benchClients)
+	ceiling, err := sqstest.MeasureCeiling(ctx, benchClient(b, srv), ceilingURL, b.N, benchClients)
 	if err != nil {
 		b.Fatal(err)
 	}
-	perSecond := float64(b.N) / elapsed.Seconds()
+	perSecond := n / elapsed.Seconds()
 	b.ReportMetric(perSecond, "tasks/s")
 	b.ReportMetric(ceiling, "ceiling_msgs/s")
 	b.ReportMetric(perSecond/ceiling, "ratio")
+}
+
+// benchClient is an SQS client for srv made as `rota serve` and `rota worker` make theirs
+// (sqsmode.NewClient), so that the benchmarks measure its HTTP settings.
+func benchClient(b *testing.B, srv *sqstest.Server) *sqs.Client {
+	client, err := sqsmode.NewClient(context.Background(), sqsmode.ClientConfig{Endpoint: srv.Endpoint(),
+		Region: sqstest.Region, Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return client
 }
 
 // benchPool is a fresh database with room for every worker's claims, heartbeats and

@@ -29,7 +29,12 @@ const (
 	// traffic exactly when the queue is already behind). Five minutes covers a deep
 	// backlog while still healing a lost message, or an SQS queue that lost everything,
 	// within minutes.
-	DefaultRedeliverAfter    = 5 * time.Minute
+	DefaultRedeliverAfter = 5 * time.Minute
+	// DefaultRoundsPerQueue lets a backlog be sent by rounds that overlap. A lone round
+	// spends about half its time waiting for SQS, holding its tasks' locks, and the
+	// workers' claims of the ids it sent wait for its commit: with one round per queue
+	// the workers outran the enqueuer (docs/performance.md, SQS mode drain).
+	DefaultRoundsPerQueue    = 4
 	DefaultSendConcurrency   = 4
 	DefaultSendTimeout       = 10 * time.Second
 	maxEnqueueFailureBackoff = 5 * time.Second
@@ -42,8 +47,8 @@ type EnqueuerConfig struct {
 	Queues *Queues     // required: one loop per Rota queue it holds
 
 	// BatchSize is the most tasks one round sends (one transaction; 10 per
-	// SendMessageBatch). A full round is followed by another at once. Default:
-	// DefaultEnqueueBatch; at most store.MaxListLimit.
+	// SendMessageBatch). A full round is followed by more at once (RoundsPerQueue).
+	// Default: DefaultEnqueueBatch; at most store.MaxListLimit.
 	BatchSize int
 	// Interval is the wait after a round that was not full, unless an insert of a due
 	// task wakes the queue first. Default: DefaultEnqueueInterval.
@@ -51,6 +56,9 @@ type EnqueuerConfig struct {
 	// RedeliverAfter is how long after a send an ENQUEUED task's message is presumed
 	// lost and sent again. Default: DefaultRedeliverAfter (see there for why).
 	RedeliverAfter time.Duration
+	// RoundsPerQueue is how many rounds of one Rota queue may run at once while there is
+	// a backlog (each holds a database connection). Default: DefaultRoundsPerQueue.
+	RoundsPerQueue int
 	// SendConcurrency is how many SendMessageBatch calls of one round run at once.
 	// Default: DefaultSendConcurrency.
 	SendConcurrency int
@@ -78,6 +86,7 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 	cfg.BatchSize = cmp.Or(cfg.BatchSize, DefaultEnqueueBatch)
 	cfg.Interval = cmp.Or(cfg.Interval, DefaultEnqueueInterval)
 	cfg.RedeliverAfter = cmp.Or(cfg.RedeliverAfter, DefaultRedeliverAfter)
+	cfg.RoundsPerQueue = cmp.Or(cfg.RoundsPerQueue, DefaultRoundsPerQueue)
 	cfg.SendConcurrency = cmp.Or(cfg.SendConcurrency, DefaultSendConcurrency)
 	cfg.SendTimeout = cmp.Or(cfg.SendTimeout, DefaultSendTimeout)
 	if cfg.Metrics == nil {
@@ -97,6 +106,7 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 	check(cfg.BatchSize >= 1 && cfg.BatchSize <= store.MaxListLimit, "BatchSize must be between 1 and %d, got %d", store.MaxListLimit, cfg.BatchSize)
 	check(cfg.Interval > 0, "Interval must be positive, got %s", cfg.Interval)
 	check(cfg.RedeliverAfter > 0, "RedeliverAfter must be positive, got %s", cfg.RedeliverAfter)
+	check(cfg.RoundsPerQueue > 0, "RoundsPerQueue must be positive, got %d", cfg.RoundsPerQueue)
 	check(cfg.SendConcurrency > 0, "SendConcurrency must be positive, got %d", cfg.SendConcurrency)
 	check(cfg.SendTimeout > 0, "SendTimeout must be positive, got %s", cfg.SendTimeout)
 	if err := errors.Join(errs...); err != nil {
@@ -136,41 +146,74 @@ func (e *Enqueuer) Run(ctx context.Context) {
 		wg.Go(func() { e.runQueue(ctx, rq, ch) })
 	}
 	e.log.Info("sqs enqueuer started", "queues", e.cfg.Queues.RotaQueues(), "interval", e.cfg.Interval,
-		"batch", e.cfg.BatchSize, "redeliver_after", e.cfg.RedeliverAfter)
+		"batch", e.cfg.BatchSize, "rounds_per_queue", e.cfg.RoundsPerQueue, "redeliver_after", e.cfg.RedeliverAfter)
 	wg.Wait()
 }
 
-// runQueue is one Rota queue's loop: a round; another at once after a full one; else a
-// wait for the interval or a wake-up; a growing pause after failures.
+// runQueue is one Rota queue's loop. Idle, it waits for the interval or a wake-up, then
+// runs one round. A full round means a backlog: more rounds start at once, up to
+// RoundsPerQueue in flight, each started as soon as another comes back full, so the SQL
+// of one round overlaps the SQS sends of the others. A round that is not full ends the
+// backlog; failures make the idle wait grow.
 func (e *Enqueuer) runQueue(ctx context.Context, rq string, wake <-chan struct{}) {
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, e.cfg.RoundsPerQueue)
+	inFlight := 0
+	start := func() {
+		inFlight++
+		go func() {
+			n, err := e.Round(ctx, rq)
+			done <- result{n, err}
+		}()
+	}
 	failures := 0
-	for ctx.Err() == nil {
-		n, err := e.Round(ctx, rq)
-		wait := loop.Jitter(e.cfg.Interval)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return
-		case err != nil:
-			failures++
-			wait = failureBackoff(e.cfg.Interval, failures)
-			e.log.Warn("enqueue round failed; unsent tasks stay eligible", "queue", rq,
-				"sent", n, "failures", failures, "retry_in", wait.Round(time.Millisecond).String(), "error", err)
-		case n >= e.cfg.BatchSize:
-			failures = 0
+	backlog := false
+	pause := loop.Jitter(e.cfg.Interval)
+	start() // a round at once on start
+	for {
+		if ctx.Err() == nil {
+			for backlog && inFlight < e.cfg.RoundsPerQueue {
+				start()
+			}
+		}
+		if inFlight == 0 {
+			if ctx.Err() != nil {
+				return
+			}
+			t := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			case <-wake:
+			}
+			t.Stop()
+			if ctx.Err() == nil {
+				start()
+			}
 			continue
+		}
+		r := <-done
+		inFlight--
+		switch {
+		case ctx.Err() != nil:
+			backlog = false // stopping: only wait for the rounds in flight
+		case r.err != nil:
+			failures++
+			backlog = false
+			pause = failureBackoff(e.cfg.Interval, failures)
+			e.log.Warn("enqueue round failed; unsent tasks stay eligible", "queue", rq,
+				"sent", r.n, "failures", failures, "retry_in", pause.Round(time.Millisecond).String(), "error", r.err)
 		default:
 			if failures > 0 {
 				e.log.Info("enqueue rounds work again", "queue", rq, "after_failures", failures)
 			}
 			failures = 0
+			backlog = r.n >= e.cfg.BatchSize
+			pause = loop.Jitter(e.cfg.Interval)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		case <-wake:
-		}
-		t.Stop()
 	}
 }
 

@@ -27,8 +27,9 @@ type Source struct {
 	dlq     *dlqPublisher
 	metrics *Metrics
 	log     *slog.Logger
-	acks    *background // settles and sorting out received messages
-	extends *background // visibility extensions
+	claims  map[string]*claimBatcher // by Rota queue
+	acks    *background              // settles and sorting out received messages
+	extends *background              // visibility extensions
 }
 
 var _ runtime.Source = (*Source)(nil)
@@ -40,8 +41,9 @@ type receipt struct {
 }
 
 // Fetch receives up to min(max, 10) messages of Rota queue rq (a long poll) and claims
-// their tasks in one statement. Messages it cannot use are deleted or hidden again in
-// the background (sortOut).
+// their tasks in one statement, shared with the claims of the worker's other fetch loops
+// that arrive while one is running (claimBatcher). Messages it cannot use are deleted or
+// hidden again in the background (sortOut).
 func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Delivery, error) {
 	q, err := s.queues.forRota(rq)
 	if err != nil {
@@ -104,14 +106,7 @@ func (s *Source) claim(ctx context.Context, rq, url string, msgs []types.Message
 	var tasks []*store.Task
 	var claimErr error
 	if len(ids) > 0 {
-		// Detached from ctx: a claim that commits while the worker is stopping must
-		// still reach the runtime, or its tasks would sit leased until a reaper frees them.
-		cctx, cancel := callContext(ctx, s.cfg.CallTimeout)
-		tasks, claimErr = s.cfg.Store.ClaimTasks(cctx, store.ClaimParams{
-			Queue: rq, From: store.StatusEnqueued, TaskIDs: ids, WorkerID: s.cfg.WorkerID,
-			Limit: len(ids), LeaseDuration: s.cfg.LeaseDuration,
-		})
-		cancel()
+		tasks, claimErr = s.claims[rq].do(ctx, ids)
 		if claimErr != nil {
 			// The messages stay hidden for the lease, then come back and are claimed
 			// then, by whichever worker receives them.
@@ -156,6 +151,18 @@ func (s *Source) sortOut(ctx context.Context, rq, url string, poison, repeats, u
 		s.judgeUnclaimed(ctx, rq, id, m, &tidy)
 	}
 	s.tidy(ctx, rq, url, &tidy)
+}
+
+// claimIDs claims the tasks of ids for Rota queue rq in one statement (claimBatcher.claim).
+// Detached from ctx: a claim that commits while the worker is stopping must still reach
+// the runtime, or its tasks would sit leased until a reaper frees them.
+func (s *Source) claimIDs(ctx context.Context, rq string, ids []uuid.UUID) ([]*store.Task, error) {
+	cctx, cancel := callContext(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	return s.cfg.Store.ClaimTasks(cctx, store.ClaimParams{
+		Queue: rq, From: store.StatusEnqueued, TaskIDs: ids, WorkerID: s.cfg.WorkerID,
+		Limit: len(ids), LeaseDuration: s.cfg.LeaseDuration,
+	})
 }
 
 func hasKey[K comparable, V any](m map[K]V, k K) bool {

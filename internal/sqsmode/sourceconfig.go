@@ -2,6 +2,7 @@ package sqsmode
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
@@ -102,6 +104,12 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	log := cfg.Logger.With("component", "sqs-source", "worker_id", cfg.WorkerID)
 	s := &Source{cfg: cfg, client: cfg.Client, queues: cfg.Queues, metrics: cfg.Metrics, log: log,
 		acks: newBackground(ackSlots), extends: newBackground(extendSlots)}
+	s.claims = make(map[string]*claimBatcher)
+	for _, rq := range cfg.Queues.RotaQueues() {
+		s.claims[rq] = &claimBatcher{claim: func(ctx context.Context, ids []uuid.UUID) ([]*store.Task, error) {
+			return s.claimIDs(ctx, rq, ids)
+		}}
+	}
 	if !cfg.NoDLQ {
 		s.dlq = &dlqPublisher{client: cfg.Client, queue: cfg.Queues.dlq, timeout: cfg.DLQTimeout, metrics: cfg.Metrics, log: log}
 	}
