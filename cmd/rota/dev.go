@@ -73,7 +73,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	scheduler := schedule.NewScheduler(schedule.Config{Store: counted, Interval: *srvFlags.scheduleInterval, Logger: logger,
 		OnClaim: schedule.NewMetrics(reg).Observe})
 	return runConcurrently(ctx,
-		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer, logger) },
+		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer.Close, logger) },
 		worker.Run,
 		func(ctx context.Context) error { scheduler.Run(ctx); return nil },
 	)

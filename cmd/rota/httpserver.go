@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-
-	"github.com/rotaqueue/rota/internal/api"
 )
 
 // shutdownTimeout bounds how long in-flight HTTP requests may take to finish on stop.
@@ -28,9 +26,10 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
-// serveHTTP serves h on ln until ctx ends, then shuts down gracefully: the API's long
-// polls are ended first, then in-flight requests get shutdownTimeout to finish.
-func serveHTTP(ctx context.Context, ln net.Listener, apiServer *api.Server, h http.Handler, log *slog.Logger) error {
+// serveHTTP serves h on ln until ctx ends, then shuts down gracefully: stopping (if not
+// nil; the API's Close, which ends its long polls) runs first, then in-flight requests
+// get shutdownTimeout to finish.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, stopping func(), log *slog.Logger) error {
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -43,7 +42,9 @@ func serveHTTP(ctx context.Context, ln net.Listener, apiServer *api.Server, h ht
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
-	apiServer.Close()
+	if stopping != nil {
+		stopping()
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

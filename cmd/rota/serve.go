@@ -166,7 +166,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	scheduler := schedule.NewScheduler(schedule.Config{Store: counted, Interval: *srvFlags.scheduleInterval, Logger: logger,
 		OnClaim: schedule.NewMetrics(reg).Observe})
 	err = runConcurrently(ctx,
-		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer, logger) },
+		func(ctx context.Context) error { return serveHTTP(ctx, ln, apiServer, apiServer.Close, logger) },
 		func(ctx context.Context) error { reaper.Run(ctx); return nil },
 		func(ctx context.Context) error { retention.Run(ctx); return nil },
 		func(ctx context.Context) error { scheduler.Run(ctx); return nil },

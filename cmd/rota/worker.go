@@ -117,7 +117,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		printURL(stdout, "rota worker metrics", ln)
 		run = func(ctx context.Context) error {
 			return runConcurrently(ctx, w.Run,
-				func(ctx context.Context) error { return metrics.Serve(ctx, ln, metrics.NewEndpoint(reg), logger) })
+				func(ctx context.Context) error { return serveHTTP(ctx, ln, metrics.NewEndpoint(reg), nil, logger) })
 		}
 	}
 	logger.Info("worker started", "worker_id", w.ID(), "mode", *mode, "queues", *queues)
