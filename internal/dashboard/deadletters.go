@@ -56,16 +56,7 @@ func parseDeadLetterFilter(q url.Values) (deadLetterFilter, store.DeadLetterPara
 }
 
 func (f deadLetterFilter) query(cursor string) string {
-	q := url.Values{}
-	for k, v := range map[string]string{"queue": f.Queue, "kind": f.Kind, "reason": f.Reason, "cursor": cursor} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	if len(q) == 0 {
-		return ""
-	}
-	return "?" + q.Encode()
+	return queryString(map[string]string{"queue": f.Queue, "kind": f.Kind, "reason": f.Reason, "cursor": cursor})
 }
 
 func (d *Dashboard) deadLetterList(w http.ResponseWriter, r *http.Request) {

@@ -132,3 +132,18 @@ func formatCount(n int64) string {
 	}
 	return b.String()
 }
+
+// queryString is "?" and the non-empty params, encoded (sorted by name), or "" when
+// every param is empty: the links of filtered, paged lists.
+func queryString(params map[string]string) string {
+	q := url.Values{}
+	for k, v := range params {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}

@@ -65,16 +65,7 @@ func statusNames() string {
 
 // query is the filter as a query string, with cursor.
 func (f taskFilter) query(cursor string) string {
-	q := url.Values{}
-	for k, v := range map[string]string{"status": f.Status, "queue": f.Queue, "kind": f.Kind, "cursor": cursor} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	if len(q) == 0 {
-		return ""
-	}
-	return "?" + q.Encode()
+	return queryString(map[string]string{"status": f.Status, "queue": f.Queue, "kind": f.Kind, "cursor": cursor})
 }
 
 func (d *Dashboard) taskList(w http.ResponseWriter, r *http.Request) {
