@@ -117,7 +117,7 @@ const (
 // defaults live.
 func (cfg Config) withDefaults() Config {
 	if cfg.WorkerID == "" {
-		cfg.WorkerID = defaultWorkerID()
+		cfg.WorkerID = DefaultWorkerID()
 	}
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, DefaultConcurrency)
 	if len(cfg.Queues) == 0 {
@@ -196,7 +196,10 @@ func (cfg *Config) graceBound() time.Duration {
 	return max(cfg.ShutdownGrace, time.Second)
 }
 
-func defaultWorkerID() string {
+// DefaultWorkerID is the id a worker gets when its Config names none:
+// "<hostname>-<pid>-<6 random hex digits>". A Source that claims for a worker (SQS mode)
+// uses it too, so both write the same id.
+func DefaultWorkerID() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "worker"

@@ -3,12 +3,9 @@ package sqsmode
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -70,7 +67,7 @@ type SourceConfig struct {
 // NewSource checks cfg and fills its defaults.
 func NewSource(cfg SourceConfig) (*Source, error) {
 	if cfg.WorkerID == "" {
-		cfg.WorkerID = defaultWorkerID()
+		cfg.WorkerID = runtime.DefaultWorkerID()
 	}
 	cfg.LeaseDuration = cmp.Or(cfg.LeaseDuration, runtime.DefaultLeaseDuration)
 	cfg.WaitSeconds = cmp.Or(cfg.WaitSeconds, DefaultWaitSeconds)
@@ -122,14 +119,3 @@ func (s *Source) WorkerID() string { return s.cfg.WorkerID }
 // LeaseDuration is the lease of the source's claims: the worker's
 // runtime.Config.LeaseDuration.
 func (s *Source) LeaseDuration() time.Duration { return s.cfg.LeaseDuration }
-
-// defaultWorkerID names a worker as the runtime does when given no id.
-func defaultWorkerID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "worker"
-	}
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-}
