@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestSmoke runs one tiny pair (200-job drain, 1s of steady inserts at 100/s) on both
@@ -28,6 +30,7 @@ func TestSmoke(t *testing.T) {
 	rep, err := run(ctx, options{
 		PG: url, Pairs: 1, Drain: 200, Rate: 100, Duration: time.Second,
 		Workers: 100, MaxConns: 8, River: []string{"default", "tuned"},
+		Workloads: []string{"drain", "steady"},
 	}, &progress)
 	t.Log("\n" + progress.String())
 	if err != nil {
@@ -39,7 +42,8 @@ func TestSmoke(t *testing.T) {
 	for _, r := range rep.Runs {
 		switch r.Workload {
 		case "drain":
-			if r.Jobs != 200 || r.TasksPerSec <= 0 {
+			// CPU is counted in 10 ms ticks: a 200-job drain may read 0 on either side.
+			if r.Jobs != 200 || r.TasksPerSec <= 0 || r.ClientCPUus < 0 || r.ServerCPUus < 0 {
 				t.Errorf("%s drain: %+v", r.System, r)
 			}
 		case "steady":
@@ -51,6 +55,17 @@ func TestSmoke(t *testing.T) {
 	if got, want := len(rep.Ratios), 6; got != want {
 		t.Errorf("got %d ratio rows, want %d (3 metrics x 2 River variants)", got, want)
 	}
+	// The test's server runs on this machine, so its CPU is found and read.
+	admin, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	meter := newCPUMeter(ctx, admin)
+	if s := meter.sample(); meter.postmaster == 0 || s.server <= 0 || s.client <= 0 {
+		t.Errorf("CPU meter: postmaster %d, sample %+v; want the local server found and read", meter.postmaster, s)
+	}
+
 	var table bytes.Buffer
 	rep.print(&table)
 	for _, want := range []string{"drain tasks/s", "steady p50 pickup", "steady p99 pickup", "river-default", "river-tuned", "rota"} {

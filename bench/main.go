@@ -73,6 +73,8 @@ type options struct {
 	Workers  int           `json:"workers"`
 	MaxConns int           `json:"max_conns"`
 	River    []string      `json:"river_variants"`
+	// Workloads are the workloads each pair runs, in order: drain, steady or both.
+	Workloads []string `json:"workloads"`
 	// PlanCacheMode, when set, is the plan_cache_mode of every connection of both pools.
 	PlanCacheMode string `json:"plan_cache_mode,omitempty"`
 	Warmup        bool   `json:"warmup"`
@@ -80,7 +82,7 @@ type options struct {
 
 func main() {
 	var o options
-	var river string
+	var river, workloads string
 	var asJSON bool
 	flag.StringVar(&o.PG, "pg", os.Getenv("ROTA_TEST_DATABASE_URL"), "PostgreSQL URL of a role that may CREATE DATABASE (default $ROTA_TEST_DATABASE_URL)")
 	flag.IntVar(&o.Pairs, "pairs", 3, "how many alternating River/Rota pairs to run")
@@ -89,12 +91,14 @@ func main() {
 	flag.DurationVar(&o.Duration, "duration", 15*time.Second, "steady workload: how long the producer runs")
 	flag.IntVar(&o.Workers, "workers", 100, "River MaxWorkers and Rota Concurrency (the same for both)")
 	flag.IntVar(&o.MaxConns, "max-conns", 16, "pgxpool MaxConns of each system's pool")
+	flag.StringVar(&workloads, "workloads", "drain,steady", "workloads each pair runs: drain, steady or both (comma-separated)")
 	flag.StringVar(&river, "river", "default,tuned", "River variants to run: default, tuned or both (comma-separated)")
 	flag.StringVar(&o.PlanCacheMode, "plan-cache-mode", "", "set PostgreSQL's plan_cache_mode (auto, force_custom_plan, force_generic_plan) on every connection of both systems' pools; empty keeps the server's setting")
 	flag.BoolVar(&o.Warmup, "warmup", true, "run an unreported small drain on every system first")
 	flag.BoolVar(&asJSON, "json", false, "print the report as JSON on stdout (progress and tables on stderr)")
 	flag.Parse()
 	o.River = strings.Split(river, ",")
+	o.Workloads = strings.Split(workloads, ",")
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -135,6 +139,11 @@ type Result struct {
 	// drain
 	Seconds     float64 `json:"seconds,omitempty"`
 	TasksPerSec float64 `json:"tasks_per_sec,omitempty"`
+	// CPU per task over the timed part of a drain, in microseconds: this process (the
+	// system's client, workers and handlers) and the PostgreSQL server (0 when the
+	// server is not on this machine).
+	ClientCPUus float64 `json:"client_cpu_us_per_task,omitempty"`
+	ServerCPUus float64 `json:"server_cpu_us_per_task,omitempty"`
 	// steady
 	RateAchieved float64 `json:"rate_achieved,omitempty"`
 	P50ms        float64 `json:"p50_ms,omitempty"`
@@ -169,6 +178,13 @@ func (o *options) validate() error {
 	}
 	if len(o.River) == 0 {
 		errs = append(errs, errors.New("--river names no variant"))
+	}
+	seenWorkload := map[string]bool{}
+	for _, w := range o.Workloads {
+		if (w != "drain" && w != "steady") || seenWorkload[w] {
+			errs = append(errs, fmt.Errorf("--workloads: unknown or repeated workload %q (want drain, steady)", w))
+		}
+		seenWorkload[w] = true
 	}
 	seen := map[string]bool{}
 	for _, v := range o.River {
@@ -223,6 +239,7 @@ func run(ctx context.Context, o options, out io.Writer) (*Report, error) {
 	rotaSys := newRotaSystem(rotaPool, o.Workers)
 
 	rep := &Report{Env: environment(ctx, admin, o), Opts: o}
+	cpu := newCPUMeter(ctx, admin)
 	for _, k := range slices.Sorted(maps.Keys(rep.Env)) {
 		fmt.Fprintf(out, "# %s: %s\n", k, rep.Env[k])
 	}
@@ -230,7 +247,7 @@ func run(ctx context.Context, o options, out io.Writer) (*Report, error) {
 	if o.Warmup {
 		n := min(o.Drain, 2_000)
 		for _, s := range append(slices.Clone(rivers), system(rotaSys)) {
-			if _, err := drain(ctx, s, n); err != nil {
+			if _, err := drain(ctx, s, n, cpu); err != nil {
 				return nil, fmt.Errorf("warm-up %s: %w", s.Name(), err)
 			}
 		}
@@ -245,12 +262,12 @@ func run(ctx context.Context, o options, out io.Writer) (*Report, error) {
 		if pair%2 == 0 {
 			slices.Reverse(order)
 		}
-		for _, workload := range []string{"drain", "steady"} {
+		for _, workload := range o.Workloads {
 			for _, s := range order {
 				var r Result
 				var err error
 				if workload == "drain" {
-					r, err = drain(ctx, s, o.Drain)
+					r, err = drain(ctx, s, o.Drain, cpu)
 				} else {
 					r, err = steady(ctx, s, o.Rate, o.Duration)
 				}
@@ -338,7 +355,7 @@ func or(d, def time.Duration) time.Duration {
 }
 
 // drain measures one drain run of n jobs on s.
-func drain(ctx context.Context, s system, n int) (Result, error) {
+func drain(ctx context.Context, s system, n int, cpu cpuMeter) (Result, error) {
 	r := Result{System: s.Name(), Workload: "drain", Jobs: n}
 	if err := s.Reset(ctx); err != nil {
 		return r, err
@@ -359,7 +376,7 @@ func drain(ctx context.Context, s system, n int) (Result, error) {
 		}
 	}
 	deadline := time.Now().Add(max(2*time.Minute, time.Duration(n)*5*time.Millisecond))
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), cpu.sample()
 	stop, err := s.Start(ctx, fn)
 	if err != nil {
 		return r, err
@@ -375,7 +392,7 @@ func drain(ctx context.Context, s system, n int) (Result, error) {
 		// Drained means committed: wait until the database has every job succeeded.
 		return waitCompleted(ctx, s, n, deadline)
 	}()
-	elapsed := time.Since(t0)
+	elapsed, cpu1 := time.Since(t0), cpu.sample()
 	if serr := stop(); err == nil && serr != nil {
 		err = fmt.Errorf("stop: %w", serr)
 	}
@@ -384,6 +401,9 @@ func drain(ctx context.Context, s system, n int) (Result, error) {
 	}
 	r.Seconds = elapsed.Seconds()
 	r.TasksPerSec = float64(n) / elapsed.Seconds()
+	perTask := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(n) }
+	r.ClientCPUus = perTask(cpu1.client - cpu0.client)
+	r.ServerCPUus = perTask(cpu1.server - cpu0.server)
 	return r, nil
 }
 
@@ -504,7 +524,11 @@ func (r Result) line() string {
 		load = "  load " + r.Load1
 	}
 	if r.Workload == "drain" {
-		return fmt.Sprintf("pair %d  drain   %-13s %7d jobs  %7.2fs  %9.0f tasks/s%s", r.Pair, r.System, r.Jobs, r.Seconds, r.TasksPerSec, load)
+		cpu := fmt.Sprintf("  cpu/task client %4.0fus", r.ClientCPUus)
+		if r.ServerCPUus > 0 {
+			cpu += fmt.Sprintf(" server %4.0fus", r.ServerCPUus)
+		}
+		return fmt.Sprintf("pair %d  drain   %-13s %7d jobs  %7.2fs  %9.0f tasks/s%s%s", r.Pair, r.System, r.Jobs, r.Seconds, r.TasksPerSec, cpu, load)
 	}
 	return fmt.Sprintf("pair %d  steady  %-13s %7d jobs  %5.0f/s  pickup p50 %7.2fms  p95 %7.2fms  p99 %7.2fms  max %7.2fms%s",
 		r.Pair, r.System, r.Jobs, r.RateAchieved, r.P50ms, r.P95ms, r.P99ms, r.MaxMs, load)
@@ -569,6 +593,9 @@ func ratios(runs []Result, rivers []system) []Ratio {
 }
 
 func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0 // a workload this run did not measure
+	}
 	s := slices.Sorted(slices.Values(v))
 	if len(s)%2 == 1 {
 		return s[len(s)/2]
@@ -587,7 +614,7 @@ func (rep *Report) print(w io.Writer) {
 
 	fmt.Fprintf(w, "\nMedians over %d pairs\n", rep.Opts.Pairs)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tdrain tasks/s\tsteady p50 ms\tp95 ms\tp99 ms\t")
+	fmt.Fprintln(tw, "system\tdrain tasks/s\tclient cpu us/task\tserver cpu us/task\tsteady p50 ms\tp95 ms\tp99 ms\t")
 	var systems []string
 	for _, r := range rep.Runs {
 		if !slices.Contains(systems, r.System) {
@@ -596,17 +623,24 @@ func (rep *Report) print(w io.Writer) {
 	}
 	slices.Sort(systems)
 	for _, sys := range systems {
-		var tps, p50, p95, p99 []float64
+		var tps, ccpu, scpu, p50, p95, p99 []float64
 		for _, r := range rep.Runs {
 			switch {
 			case r.System != sys:
 			case r.Workload == "drain":
-				tps = append(tps, r.TasksPerSec)
+				tps, ccpu, scpu = append(tps, r.TasksPerSec), append(ccpu, r.ClientCPUus), append(scpu, r.ServerCPUus)
 			default:
 				p50, p95, p99 = append(p50, r.P50ms), append(p95, r.P95ms), append(p99, r.P99ms)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%.2f\t%.2f\t\n", sys, median(tps), median(p50), median(p95), median(p99))
+		cell := func(v []float64, format string) string {
+			if len(v) == 0 || median(v) == 0 {
+				return "-" // not measured in this run
+			}
+			return fmt.Sprintf(format, median(v))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", sys, cell(tps, "%.0f"), cell(ccpu, "%.0f"), cell(scpu, "%.0f"),
+			cell(p50, "%.2f"), cell(p95, "%.2f"), cell(p99, "%.2f"))
 	}
 	_ = tw.Flush()
 }

@@ -42,4 +42,7 @@ go test -race -count=1 -timeout 20m "$@"
 # plain tests). Only for the full suite, not for a targeted run.
 if [ "$*" = "./..." ]; then
   go test -run '^$' -fuzz '^FuzzCreateTask$' -fuzztime "${ROTA_FUZZ_TIME:-20s}" ./internal/api/
+  # The Rota-vs-River benchmark is a module of its own (bench/README.md): vet it and run
+  # its smoke test (one tiny pair of every workload against the test cluster).
+  (cd bench && go vet ./... && go test -count=1 ./...)
 fi
