@@ -88,6 +88,8 @@ type Task struct {
 // Attempt is one row of rota.task_attempts: a handler run, or an operator event such as
 // a replay (Outcome OutcomeReplayed, no worker).
 type Attempt struct {
+	// ID is 0 while the attempt runs: its row is written when it ends (by the outcome or
+	// the lease reaper), and a running attempt is read from its task.
 	ID         int64
 	TaskID     uuid.UUID
 	Attempt    int // the task's attempt_count when the row was written

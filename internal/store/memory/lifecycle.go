@@ -83,9 +83,9 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 			t.ProcessingStartedAt = &started
 			t.CancelRequestedAt = nil
 		})
-		s.attemptID++
+		// The running attempt gets its id when it ends, as in PostgreSQL, where its row is
+		// written then.
 		e.attempts = append(e.attempts, store.Attempt{
-			ID:         s.attemptID,
 			TaskID:     e.task.ID,
 			Attempt:    e.task.AttemptCount,
 			WorkerID:   p.WorkerID,
@@ -235,6 +235,8 @@ func (s *Store) closeAttempt(e *entry, outcome store.AttemptOutcome, msg string,
 	for i := len(e.attempts) - 1; i >= 0; i-- {
 		a := &e.attempts[i]
 		if a.LeaseToken == e.task.LeaseToken && a.FinishedAt == nil {
+			s.attemptID++
+			a.ID = s.attemptID
 			finished := now
 			a.FinishedAt = &finished
 			a.Outcome = outcome

@@ -57,8 +57,12 @@ func testAttemptsOrder(t *testing.T, s store.Store) {
 			g.Outcome != w.outcome || g.Error != w.err || (g.FinishedAt == nil) != w.open {
 			t.Fatalf("attempt row %d = %+v, want %+v", i, g, w)
 		}
+		// Ended attempts have increasing ids; the running one has none yet (0).
+		if w.open != (g.ID == 0) {
+			t.Fatalf("attempt row %d: id %d, open %v", i, g.ID, w.open)
+		}
 		if i > 0 {
-			if g.ID <= a[i-1].ID {
+			if !w.open && g.ID <= a[i-1].ID {
 				t.Fatalf("attempt ids not increasing: %d then %d", a[i-1].ID, g.ID)
 			}
 			if g.StartedAt.Before(a[i-1].StartedAt) {

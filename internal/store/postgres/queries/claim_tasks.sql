@@ -1,5 +1,6 @@
--- ClaimTasks: moves up to $2 due tasks of queue $1 to PROCESSING and opens an attempt row
--- for each, in one statement. $3 worker id, $4 lease duration.
+-- ClaimTasks: moves up to $2 due tasks of queue $1 to PROCESSING, in one statement. $3
+-- worker id, $4 lease duration. The attempt this starts lives on the task row until it
+-- ends; its rota.task_attempts row is written then (record_outcomes.sql, migration 0007).
 --
 -- {{status}} is replaced by the literal 'PENDING' or 'ENQUEUED' when the package loads:
 -- a literal (not a parameter) is what lets the planner walk the partial index
@@ -34,10 +35,6 @@ WITH due AS (
               t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
               t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
               t.created_at, t.updated_at
-), attempts AS (
-    INSERT INTO rota.task_attempts (task_id, attempt, worker_id, lease_token, started_at)
-    SELECT id, attempt_count, worker_id, lease_token, processing_started_at
-    FROM claimed
 )
 SELECT *
 FROM claimed

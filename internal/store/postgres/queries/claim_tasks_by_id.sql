@@ -50,10 +50,6 @@ WITH due AS (
               t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
               t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
               t.created_at, t.updated_at
-), attempts AS (
-    INSERT INTO rota.task_attempts (task_id, attempt, worker_id, lease_token, started_at)
-    SELECT id, attempt_count, worker_id, lease_token, processing_started_at
-    FROM claimed
 )
 SELECT *
 FROM claimed

@@ -2,9 +2,9 @@
 -- any number of reapers run side by side) and ends their attempt: CANCELED when a cancel
 -- was requested, DEAD when no attempts remain, else back to $2 ('PENDING' or 'ENQUEUED')
 -- after a full-jitter exponential backoff: uniform in [0, min($4, $3 * 2^(attempt-1)))
--- seconds. The attempt rows are closed as LEASE_EXPIRED. Returns how many were reaped.
--- Tasks are updated by primary key and attempt rows found by lease token, one lookup each,
--- as in record_outcomes.sql.
+-- seconds. Each reaped attempt's rota.task_attempts row is written, as LEASE_EXPIRED
+-- (a running attempt lives on the task row until it ends: migration 0007). Returns how
+-- many were reaped. Tasks are updated by primary key, as in record_outcomes.sql.
 WITH expired AS (
     SELECT id, lease_token
     FROM rota.tasks
@@ -49,20 +49,14 @@ WITH expired AS (
     -- TID lookup (it uses the snapshot) would not find, leaving the task locked but not
     -- reaped. Found by id, the snapshot's version leads the update to the latest one.
     WHERE t.id = e.id
-    RETURNING e.lease_token, t.last_error
-), closed AS (
-    UPDATE rota.task_attempts a
-    SET finished_at = now(),
-        outcome = 'LEASE_EXPIRED',
-        error = x.last_error
-    FROM (
-        SELECT r.last_error, att.row
-        FROM reaped r
-        CROSS JOIN LATERAL (
-            SELECT ctid AS row FROM rota.task_attempts WHERE lease_token = r.lease_token LIMIT 1
-        ) AS att
-    ) AS x
-    WHERE a.ctid = x.row
+    -- worker_id, attempt_count and processing_started_at are the attempt's own: the
+    -- update leaves them as the claim set them.
+    RETURNING t.id, t.attempt_count, t.worker_id, e.lease_token, t.processing_started_at, t.last_error
+), attempts AS (
+    INSERT INTO rota.task_attempts (task_id, attempt, worker_id, lease_token, started_at, finished_at, outcome, error)
+    SELECT id, attempt_count, worker_id, lease_token, coalesce(processing_started_at, now()), now(),
+           'LEASE_EXPIRED', last_error
+    FROM reaped
 )
 SELECT count(*)
 FROM reaped
