@@ -6,9 +6,10 @@
 -- a literal (not a parameter) is what lets the planner walk the partial index
 -- tasks_claim_pending / tasks_claim_enqueued in claim order.
 --
--- The update finds the locked rows by ctid, which stays valid while the lock is held: a
--- TID scan per row whatever the planner thinks of the table's size (a cached plan made
--- while the table was small could otherwise hash-join against a full scan of it).
+-- The update finds the locked rows by ctid, which stays valid while the lock is held, as
+-- one array: a TID scan whatever the planner thinks of the table's size or of how many
+-- rows $2 lets through (joined to the CTE instead, a generic plan, which guesses a tenth
+-- of the table, hash-joins against a full scan of it).
 WITH due AS (
     SELECT ctid AS row
     FROM rota.tasks
@@ -28,8 +29,7 @@ WITH due AS (
         attempt_count = t.attempt_count + 1,
         processing_started_at = now(),
         updated_at = now()
-    FROM due
-    WHERE t.ctid = due.row
+    WHERE t.ctid = ANY (ARRAY(SELECT row FROM due))
     RETURNING t.id, t.queue, t.kind, t.payload, t.status, t.priority, t.scheduled_for,
               t.attempt_count, t.max_attempts, t.idempotency_key, t.timeout_seconds,
               t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
