@@ -57,3 +57,28 @@ func (p *EnqueueParams) Normalize() error {
 	}
 	return nil
 }
+
+// PublishParams selects the dead letters a PublishDeadLetters call hands out.
+type PublishParams struct {
+	// Queues are the Rota queues whose dead letters are handed out (required: the queues
+	// an SQS-mode server serves).
+	Queues []string
+	// Limit is the most dead letters handed out at once, 1..MaxListLimit.
+	Limit int
+}
+
+// Validate reports bad params as ErrInvalid.
+func (p PublishParams) Validate() error {
+	if len(p.Queues) == 0 {
+		return fmt.Errorf("%w: at least one queue is required", ErrInvalid)
+	}
+	for _, q := range p.Queues {
+		if err := ValidateName("queue", q); err != nil {
+			return err
+		}
+	}
+	if p.Limit < 1 || p.Limit > MaxListLimit {
+		return fmt.Errorf("%w: limit must be between 1 and %d, got %d", ErrInvalid, MaxListLimit, p.Limit)
+	}
+	return nil
+}

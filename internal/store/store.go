@@ -305,6 +305,15 @@ type Store interface {
 	// are marked and committed. Invalid params: ErrInvalid, send not called; nothing to
 	// send: send not called. Returns how many tasks were marked. More in enqueue.go.
 	EnqueueDue(ctx context.Context, params EnqueueParams, send func(ctx context.Context, ids []uuid.UUID) (sent []uuid.UUID, err error)) (int, error)
+	// PublishDeadLetters is the dead-letter outbox of SQS mode. A dead letter awaits
+	// publication when its task went through SQS mode (it had been sent, enqueued_at set),
+	// whichever path ended it. This hands up to params.Limit such dead letters of
+	// params.Queues to publish, oldest first, and marks the ones publish reports (by id)
+	// as published, in one transaction. Dead letters other callers hold are skipped (SKIP
+	// LOCKED); unreported ones stay awaiting. publish's error is returned (wrapped) after
+	// the reported ones are marked. Invalid params: ErrInvalid, publish not called;
+	// nothing awaiting: publish not called. Returns how many were marked.
+	PublishDeadLetters(ctx context.Context, params PublishParams, publish func(ctx context.Context, events []DeadLetter) (published []int64, err error)) (int, error)
 
 	// ReplayTasks replays up to Limit matching DEAD or FAILED tasks at once, oldest first,
 	// exactly as ReplayTask does for one, and returns them. A task whose idempotency key a

@@ -82,6 +82,11 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 			started := now
 			t.ProcessingStartedAt = &started
 			t.CancelRequestedAt = nil
+			if p.TaskIDs != nil && p.From == store.StatusEnqueued && t.EnqueuedAt == nil {
+				// As claim_tasks_by_id.sql: claimed through SQS, an SQS-mode task.
+				sentAt := now
+				t.EnqueuedAt = &sentAt
+			}
 		})
 		// The running attempt gets its id when it ends, as in PostgreSQL, where its row is
 		// written then.

@@ -46,6 +46,7 @@ type Store struct {
 	closed      bool
 	schedules   map[string]*schedule // by name; see schedules.go
 	enq         enqueueIndex         // what EnqueueDue reads; see enqueue.go
+	outbox      dlqOutbox            // what PublishDeadLetters reads; see outbox.go
 }
 
 // entry is one task and everything hanging off it.
@@ -185,6 +186,9 @@ func (s *Store) transition(e *entry, to store.Status, now time.Time, mutate func
 			CreatedAt:    now,
 		})
 		e.deadLetters = append(e.deadLetters, len(s.deadLetters)-1)
+		if t.EnqueuedAt != nil { // an SQS-mode task: the event awaits the DLQ
+			s.outbox.add(int64(len(s.deadLetters)))
+		}
 	case to == store.StatusPending && old.Status.Terminal():
 		s.attemptID++
 		finished := now

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rotaqueue/rota/internal/store"
 )
@@ -16,10 +17,13 @@ import (
 // not answer by then loses the connection, which ends the transaction too.
 const rollbackTimeout = 5 * time.Second
 
-// The two statements of EnqueueDue (queries/enqueue_*.sql).
+// The statements of EnqueueDue (queries/enqueue_*.sql) and PublishDeadLetters
+// (queries/dlq_*.sql).
 var (
 	sqlEnqueueDue  = query("enqueue_due.sql")
 	sqlEnqueueMark = query("enqueue_mark.sql")
+	sqlDLQPending  = query("dlq_pending.sql")
+	sqlDLQMark     = query("dlq_mark.sql")
 )
 
 // EnqueueDue locks the tasks that need an SQS message, hands their ids to send while the
@@ -35,64 +39,107 @@ func (s *Store) EnqueueDue(ctx context.Context, params store.EnqueueParams,
 	if send == nil {
 		return 0, fmt.Errorf("enqueue due: %w: send is required", store.ErrInvalid)
 	}
+	return handOut(ctx, s, "enqueue due", "send",
+		func(tx pgx.Tx) ([]uuid.UUID, error) {
+			rows, err := tx.Query(ctx, sqlEnqueueDue, planPerCall, params.Queue, params.Limit, params.RedeliverAfter)
+			if err != nil {
+				return nil, err
+			}
+			return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		},
+		func(id uuid.UUID) uuid.UUID { return id },
+		send,
+		func(tx pgx.Tx, ids []uuid.UUID) (pgconn.CommandTag, error) {
+			return tx.Exec(ctx, sqlEnqueueMark, planPerCall, ids)
+		})
+}
 
+// PublishDeadLetters is the dead-letter outbox: it locks the dead letters awaiting
+// publication, hands them to publish while the locks are held, and marks the ones
+// publish reports, in one transaction; see store.Store.
+func (s *Store) PublishDeadLetters(ctx context.Context, params store.PublishParams,
+	publish func(ctx context.Context, events []store.DeadLetter) ([]int64, error)) (int, error) {
+	if err := params.Validate(); err != nil {
+		return 0, fmt.Errorf("publish dead letters: %w", err)
+	}
+	if publish == nil {
+		return 0, fmt.Errorf("publish dead letters: %w: publish is required", store.ErrInvalid)
+	}
+	return handOut(ctx, s, "publish dead letters", "publish",
+		func(tx pgx.Tx) ([]store.DeadLetter, error) {
+			rows, err := tx.Query(ctx, sqlDLQPending, planPerCall, params.Queues, params.Limit)
+			if err != nil {
+				return nil, err
+			}
+			return collectDeadLetters(rows)
+		},
+		func(d store.DeadLetter) int64 { return d.ID },
+		publish,
+		func(tx pgx.Tx, ids []int64) (pgconn.CommandTag, error) {
+			return tx.Exec(ctx, sqlDLQMark, planPerCall, ids)
+		})
+}
+
+// handOut is the transaction of EnqueueDue and PublishDeadLetters: lock rows, hand them
+// to hand while the locks are held, mark the ones hand reports (by key), commit. Only
+// keys this call locked are marked, each once. hand's error is returned (prefixed with
+// op and handName) after the reported rows are marked and committed; a database failure after hand
+// is returned together with it. No rows: hand is not called.
+func handOut[R any, K comparable](ctx context.Context, s *Store, op, handName string,
+	lock func(pgx.Tx) ([]R, error), key func(R) K,
+	hand func(context.Context, []R) ([]K, error),
+	mark func(pgx.Tx, []K) (pgconn.CommandTag, error)) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, translate("enqueue due", err)
+		return 0, translate(op, err)
 	}
 	// Ends the transaction on every early return (a no-op after Commit). It must run even
 	// when ctx has ended (the usual reason to get here): rolled back on a cancelled
 	// context, pgx would drop the connection instead, and the server would keep the row
-	// locks, hiding the tasks from every enqueuer, until it noticed.
+	// locks, hiding the rows from every other caller, until it noticed.
 	defer func() {
 		rbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		defer cancel()
 		_ = tx.Rollback(rbCtx)
 	}()
 
-	rows, err := tx.Query(ctx, sqlEnqueueDue, planPerCall, params.Queue, params.Limit, params.RedeliverAfter)
+	locked, err := lock(tx)
 	if err != nil {
-		return 0, translate("enqueue due", err)
+		return 0, translate(op, err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		return 0, translate("enqueue due", err)
-	}
-	if len(ids) == 0 {
+	if len(locked) == 0 {
 		return 0, nil
 	}
 
-	sent, sendErr := send(ctx, ids)
-	if sendErr != nil {
-		sendErr = fmt.Errorf("enqueue due: send: %w", sendErr)
+	reported, handErr := hand(ctx, locked)
+	if handErr != nil {
+		handErr = fmt.Errorf("%s: %s: %w", op, handName, handErr)
 	}
-	// A database failure after send is returned together with send's own error.
-	failed := func(op string, err error) (int, error) {
-		return 0, errors.Join(translate(op, err), sendErr)
+	failed := func(step string, err error) (int, error) {
+		return 0, errors.Join(translate(op+": "+step, err), handErr)
 	}
-	// Mark only what this call locked and send reported, each id once.
-	locked := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		locked[id] = true
+	held := make(map[K]bool, len(locked))
+	for _, r := range locked {
+		held[key(r)] = true
 	}
-	mark := make([]uuid.UUID, 0, len(sent))
-	for _, id := range sent {
-		if locked[id] {
-			mark = append(mark, id)
-			delete(locked, id)
+	toMark := make([]K, 0, len(reported))
+	for _, k := range reported {
+		if held[k] {
+			toMark = append(toMark, k)
+			delete(held, k)
 		}
 	}
 
 	marked := 0
-	if len(mark) > 0 {
-		tag, err := tx.Exec(ctx, sqlEnqueueMark, planPerCall, mark)
+	if len(toMark) > 0 {
+		tag, err := mark(tx, toMark)
 		if err != nil {
-			return failed("enqueue due: mark sent", err)
+			return failed("mark", err)
 		}
 		marked = int(tag.RowsAffected())
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return failed("enqueue due: commit", err)
+		return failed("commit", err)
 	}
-	return marked, sendErr
+	return marked, handErr
 }

@@ -83,6 +83,20 @@ func (s *Store) ListDeadLetters(ctx context.Context, params store.DeadLetterPara
 	if err != nil {
 		return nil, "", translate("list dead letters", err)
 	}
+	events, err := collectDeadLetters(rows)
+	if err != nil {
+		return nil, "", translate("list dead letters", err)
+	}
+	var next string
+	if len(events) > limit {
+		events = events[:limit]
+		next = store.EncodeDeadLetterCursor(events[limit-1].ID)
+	}
+	return events, next, nil
+}
+
+// collectDeadLetters reads rows of the columns of list_dead_letters.sql.
+func collectDeadLetters(rows pgx.Rows) ([]store.DeadLetter, error) {
 	events := []store.DeadLetter{}
 	var (
 		d                 store.DeadLetter
@@ -92,7 +106,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, params store.DeadLetterPara
 		created           pgtype.Timestamptz
 		replayed          pgtype.Timestamptz
 	)
-	_, err = pgx.ForEachRow(rows, []any{&d.ID, &taskID, &d.Kind, &d.Queue, &workerID,
+	_, err := pgx.ForEachRow(rows, []any{&d.ID, &taskID, &d.Kind, &d.Queue, &workerID,
 		&d.AttemptCount, &d.MaxAttempts, &errText, &reason, &created, &replayed}, func() error {
 		d.TaskID = uuid.UUID(taskID.Bytes)
 		d.WorkerID = workerID.String
@@ -103,15 +117,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, params store.DeadLetterPara
 		events = append(events, d)
 		return nil
 	})
-	if err != nil {
-		return nil, "", translate("list dead letters", err)
-	}
-	var next string
-	if len(events) > limit {
-		events = events[:limit]
-		next = store.EncodeDeadLetterCursor(events[limit-1].ID)
-	}
-	return events, next, nil
+	return events, err
 }
 
 // Stats counts tasks per queue and status. Every status appears in Counts, zero or not.

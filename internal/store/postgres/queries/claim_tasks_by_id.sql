@@ -38,6 +38,12 @@ WITH due AS (
         lease_expires_at = now() + $4::interval,
         attempt_count = t.attempt_count + 1,
         processing_started_at = now(),
+        -- From ENQUEUED it is normally set already (by the send of the message being
+        -- claimed). A claim from an older duplicate message, of a retry not yet sent
+        -- again, sets it: a task claimed through SQS is an SQS-mode task, whose dead
+        -- letter is published to the DLQ (migration 0008).
+        enqueued_at = CASE WHEN $6::text = 'ENQUEUED' THEN coalesce(t.enqueued_at, now())
+                           ELSE t.enqueued_at END,
         updated_at = now()
     FROM due
     -- By id, not by ctid as claim_tasks.sql does: after a wait, the locked version was
