@@ -405,7 +405,8 @@ type deadTaskEvent struct {
 // TestSQSRetriesAndDLQ: failing tasks retry through SQS and end DEAD (attempts spent) or
 // FAILED (a permanent error), each with a DLQ message that matches the database. Then the
 // DLQ is deleted under the running processes: publishing fails, yet tasks keep finishing
-// and their main messages are deleted.
+// and their main messages are deleted, and their events wait in the database; once the
+// DLQ is back, each of them is published.
 func TestSQSRetriesAndDLQ(t *testing.T) {
 	r := newSQSRig(t)
 	// The test owns the queues (it deletes the DLQ later); no process may recreate them.
@@ -431,7 +432,7 @@ func TestSQSRetriesAndDLQ(t *testing.T) {
 		}
 	}
 
-	r.startServe("serve", "--enqueue-interval", "100ms", "--redelivery-timeout", "30s", "--reap-interval", "250ms")
+	serve := r.startServe("serve", "--enqueue-interval", "100ms", "--redelivery-timeout", "30s", "--reap-interval", "250ms")
 	workers := make([]*proc, 2)
 	for i := range workers {
 		workers[i] = r.startWorker(fmt.Sprintf("worker%d", i), "--sqs-wait", "1", "--lease", "5s")
@@ -476,16 +477,56 @@ func TestSQSRetriesAndDLQ(t *testing.T) {
 			t.Errorf("task %s: %d FAILED dead letters in the database, want 1 (the publish failed, the record must not)", id, n)
 		}
 	}
-	// The publishes really failed: a worker said so, and nothing recreated the DLQ.
-	logged := false
-	for _, w := range workers {
-		logged = logged || strings.Contains(w.output(), "dead-letter events not published")
-	}
-	if !logged {
-		t.Errorf("no worker logged a failed DLQ publish: the failure was not exercised")
-	}
+	// The publishes really failed: the server said so, and nothing recreated the DLQ.
+	// The events wait in the database meanwhile.
+	waitFor(t, 30*time.Second, "a failed DLQ publish", func() (bool, string) {
+		return strings.Contains(serve.output(), "dead-letter events not published"), serve.output()
+	})
 	if _, err := r.client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(r.dlq)}); !isMissingQueue(err) {
 		t.Errorf("the deleted DLQ exists again (GetQueueUrl: %v): the publish failure was not exercised", err)
+	}
+	var waiting int
+	if err := r.pool.QueryRow(ctx, `SELECT count(*) FROM rota.dead_letters WHERE dlq_pending AND task_id = ANY ($1)`, moreFailed).Scan(&waiting); err != nil {
+		t.Fatal(err)
+	}
+	if waiting != len(moreFailed) {
+		t.Errorf("%d of the %d unpublished events wait in the database", waiting, len(moreFailed))
+	}
+
+	// The DLQ comes back (same name, same URL): the waiting events are published, once.
+	dlqURL = r.sqs.CreateQueue(t, r.dlq)
+	for _, e := range receiveDeadTaskEvents(t, r, dlqURL, len(moreFailed)) {
+		checkDeadTaskEvent(t, r, e, want)
+	}
+}
+
+// TestSQSReapedDeathReachesDLQ: a task whose worker is SIGKILLed during its last
+// attempt is ended DEAD by the lease reaper, not by any worker; its DeadTaskEvent still
+// reaches the DLQ (through the dead-letter outbox), matching the database.
+func TestSQSReapedDeathReachesDLQ(t *testing.T) {
+	r := newSQSRig(t)
+	r.sqs.CreateQueue(t, r.queue)
+	dlqURL := r.sqs.CreateQueue(t, r.dlq)
+	ids := r.createTasks(sameTasks(2, "sleep", `{"ms": 60000}`, 1))
+
+	r.startServe("serve", "--enqueue-interval", "100ms", "--reap-interval", "250ms")
+	w := r.startWorker("doomed", "--sqs-wait", "1", "--lease", "2s")
+	r.waitStatuses(time.Minute, map[string]int{"PROCESSING": len(ids)})
+	w.kill()
+	r.waitStatuses(time.Minute, map[string]int{"DEAD": len(ids)})
+
+	want := allWant(store.StatusDead, ids)
+	tallies := r.assertFinal(want)
+	for _, id := range ids {
+		if tallies[id].leaseExpired != 1 {
+			t.Errorf("task %s: %d attempts ended by the reaper, want 1", id, tallies[id].leaseExpired)
+		}
+	}
+	for _, e := range receiveDeadTaskEvents(t, r, dlqURL, len(ids)) {
+		checkDeadTaskEvent(t, r, e, want)
+		if e.WorkerID != "doomed" || !strings.Contains(e.Error, "lease expired") {
+			t.Errorf("event %+v: want the killed worker's id and the reaper's error", e)
+		}
 	}
 }
 

@@ -39,7 +39,7 @@ func registerSQSFlags(fs *flag.FlagSet) sqsFlags {
 		queue: fs.String("sqs-queue", envOr("ROTA_SQS_QUEUE", sqsmode.DefaultQueue),
 			"SQS queue (name or URL) of Rota's default queue; queue Q uses <name>-Q (ROTA_SQS_QUEUE)"),
 		dlq: fs.String("sqs-dlq", envOr("ROTA_SQS_DLQ", sqsmode.DefaultDLQ),
-			"SQS queue (name or URL) that receives dead-task events (ROTA_SQS_DLQ)"),
+			"SQS queue (name or URL) that receives dead-task events, published by serve --mode sqs (ROTA_SQS_DLQ)"),
 		create: fs.Bool("sqs-create-queues", envOr("ROTA_SQS_CREATE_QUEUES", "") == "true",
 			"create missing SQS queues, at start and whenever SQS reports one missing (ROTA_SQS_CREATE_QUEUES=true)"),
 	}
@@ -164,8 +164,9 @@ func claimStatus(mode string) store.Status {
 	return store.StatusPending
 }
 
-// enqueuer is serve's DueTaskEnqueuer as a component for runConcurrently: in SQS mode
-// it connects to SQS now (failing at start on a missing queue) and runs until ctx ends;
+// enqueuer is serve's DueTaskEnqueuer, with its DLQ relay, as a component for
+// runConcurrently: in SQS mode it connects to SQS now (failing at start on a missing
+// queue, the DLQ included) and runs until ctx ends;
 // in poll mode there is nothing to run.
 func (f sqsServeFlags) enqueuer(ctx context.Context, mode string, st store.Store, reg prometheus.Registerer, logger *slog.Logger) (func(context.Context) error, error) {
 	if mode != "sqs" {
@@ -175,7 +176,8 @@ func (f sqsServeFlags) enqueuer(ctx context.Context, mode string, st store.Store
 	if err != nil {
 		return nil, err
 	}
-	client, queues, err := f.open(ctx, names, false)
+	// With the DLQ: serve's enqueuer also relays the dead-task events to it.
+	client, queues, err := f.open(ctx, names, true)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +222,8 @@ func (f sqsWorkerFlags) check(queueLimits map[string]int) error {
 // worker's id and lease. Call the returned close after the worker's Run returned: it
 // waits for the source's last deletes.
 func (f sqsWorkerFlags) configure(ctx context.Context, cfg *runtime.Config, reg prometheus.Registerer, logger *slog.Logger) (close func(), err error) {
-	client, queues, err := f.open(ctx, sortedKeys(cfg.Queues), true)
+	// Without the DLQ: the server publishes dead-task events (the dead-letter outbox).
+	client, queues, err := f.open(ctx, sortedKeys(cfg.Queues), false)
 	if err != nil {
 		return nil, err
 	}

@@ -13,13 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/uuid"
 
-	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
 // DeadTaskEvent is the JSON message published to the dead-letter queue when a task ends
-// DEAD (attempts exhausted) or FAILED (a permanent error). Its fields match the task's
-// rota.dead_letters row, which the database writes on every path regardless.
+// DEAD (attempts exhausted) or FAILED (a permanent error). It is the task's
+// rota.dead_letters row, which the database writes on every path.
 type DeadTaskEvent struct {
 	TaskID       uuid.UUID    `json:"task_id"`
 	Kind         string       `json:"kind"`
@@ -29,82 +28,123 @@ type DeadTaskEvent struct {
 	MaxAttempts  int          `json:"max_attempts"`
 	Error        string       `json:"error"`
 	Reason       store.Status `json:"reason"`    // DEAD or FAILED
-	Timestamp    time.Time    `json:"timestamp"` // RFC 3339, UTC
+	Timestamp    time.Time    `json:"timestamp"` // when it was recorded; RFC 3339, UTC
 }
 
-// deadTaskEvent is the event of a settled delivery, if its task just ended DEAD or FAILED.
-func deadTaskEvent(s runtime.Settled, now time.Time) (DeadTaskEvent, bool) {
-	if s.Result.Err != nil || (s.Result.Status != store.StatusDead && s.Result.Status != store.StatusFailed) {
-		return DeadTaskEvent{}, false
-	}
-	t := s.Delivery.Task
+func deadTaskEvent(d store.DeadLetter) DeadTaskEvent {
 	return DeadTaskEvent{
-		TaskID:       t.ID,
-		Kind:         t.Kind,
-		Queue:        t.Queue,
-		WorkerID:     t.WorkerID,
-		AttemptCount: t.AttemptCount, // the claim counted this attempt
-		MaxAttempts:  t.MaxAttempts,
-		Error:        store.TruncateError(s.Outcome.Error), // as the store wrote last_error
-		Reason:       s.Result.Status,
-		Timestamp:    now.UTC(),
-	}, true
+		TaskID: d.TaskID, Kind: d.Kind, Queue: d.Queue, WorkerID: d.WorkerID,
+		AttemptCount: d.AttemptCount, MaxAttempts: d.MaxAttempts, Error: d.Error,
+		Reason: d.Reason, Timestamp: d.CreatedAt.UTC(),
+	}
 }
 
-// dlqPublisher publishes dead-task events, best-effort: each call is bounded by a short
-// timeout, and a failure is logged and counted, never returned, because the database has
-// already recorded the dead letter and the original message must still be deleted.
-type dlqPublisher struct {
-	client  *sqs.Client
-	queue   *sqsQueue
-	timeout time.Duration
-	metrics *Metrics
-	log     *slog.Logger
+// dlqRelay publishes the dead letters the database holds for the DLQ (the outbox of
+// migration 0008: every dead letter of an SQS-mode task, whatever ended it, the worker's
+// outcome, the HTTP worker protocol or the lease reaper) and marks them published
+// (Store.PublishDeadLetters). At least once: a publish that fails, or a relay that dies
+// before its commit, leaves the events awaiting, and the next round sends them again.
+// Relays run side by side (SKIP LOCKED).
+type dlqRelay struct {
+	store      store.Store
+	client     *sqs.Client
+	queue      *sqsQueue
+	rotaQueues []string
+	interval   time.Duration
+	timeout    time.Duration
+	metrics    *Metrics
+	log        *slog.Logger
 }
 
-func (p *dlqPublisher) publish(ctx context.Context, events []DeadTaskEvent) {
-	for _, chunk := range chunks(events, maxBatch) {
-		if err := p.publishChunk(ctx, chunk); err != nil {
-			p.metrics.addDLQFailures(len(chunk))
-			p.log.Warn("dead-letter events not published (the database has them)",
-				"sqs_queue", p.queue.name, "count", len(chunk), "first_task_id", chunk[0].TaskID, "error", err)
+// run publishes until ctx ends: a round every interval, rounds back to back while they
+// come back full, and longer pauses while publishing fails.
+func (r *dlqRelay) run(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		n, err := r.round(ctx)
+		pause := r.interval
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			pause = failureBackoff(r.interval, failures)
+			r.log.Warn("dead-letter events not published; the database keeps them for the next round",
+				"sqs_queue", r.queue.name, "published", n, "failures", failures, "error", err)
+		case n >= store.MaxListLimit:
+			failures = 0
+			continue // a backlog: the next round at once
+		default:
+			if failures > 0 {
+				r.log.Info("dead-letter events published again", "sqs_queue", r.queue.name, "after_failures", failures)
+			}
+			failures = 0
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// round publishes one batch of awaiting events and returns how many were marked.
+func (r *dlqRelay) round(ctx context.Context) (int, error) {
+	return r.store.PublishDeadLetters(ctx, store.PublishParams{Queues: r.rotaQueues, Limit: store.MaxListLimit}, r.publish)
+}
+
+// publish sends events in batches of 10 and returns the ids SQS accepted.
+func (r *dlqRelay) publish(ctx context.Context, letters []store.DeadLetter) ([]int64, error) {
+	var published []int64
+	for _, chunk := range chunks(letters, maxBatch) {
+		ok, err := r.publishChunk(ctx, chunk)
+		published = append(published, ok...)
+		if err != nil {
+			r.metrics.addDLQFailures(len(chunk) - len(ok))
+			return published, err
 		}
 	}
+	return published, nil
 }
 
 // publishChunk sends up to 10 events in one call, creating the DLQ again if SQS reports
-// it missing and creating is on.
-func (p *dlqPublisher) publishChunk(ctx context.Context, events []DeadTaskEvent) error {
-	entries := make([]types.SendMessageBatchRequestEntry, len(events))
-	for i, ev := range events {
-		body, err := json.Marshal(ev)
+// it missing and creating is on, and returns the ids SQS accepted.
+func (r *dlqRelay) publishChunk(ctx context.Context, letters []store.DeadLetter) ([]int64, error) {
+	entries := make([]types.SendMessageBatchRequestEntry, len(letters))
+	for i, d := range letters {
+		body, err := json.Marshal(deadTaskEvent(d))
 		if err != nil {
-			return fmt.Errorf("encode event: %w", err)
+			return nil, fmt.Errorf("encode event: %w", err)
 		}
 		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(body))}
 	}
-	cctx, cancel := callContext(ctx, p.timeout)
+	cctx, cancel := callContext(ctx, r.timeout)
 	defer cancel()
 	for try := 0; ; try++ {
-		url, err := p.queue.url(cctx)
+		url, err := r.queue.url(cctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		out, err := p.client.SendMessageBatch(cctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		out, err := r.client.SendMessageBatch(cctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
 		if isQueueMissing(err) && try == 0 {
-			if healed, herr := p.queue.heal(cctx, url); herr == nil && healed {
+			if healed, herr := r.queue.heal(cctx, url); herr == nil && healed {
 				continue
 			}
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		p.metrics.addDLQPublished(len(out.Successful))
+		ok := make([]int64, 0, len(out.Successful))
+		for _, s := range out.Successful {
+			if i, err := strconv.Atoi(aws.ToString(s.Id)); err == nil && i >= 0 && i < len(letters) {
+				ok = append(ok, letters[i].ID)
+			}
+		}
+		r.metrics.addDLQPublished(len(ok))
 		if len(out.Failed) > 0 {
-			p.metrics.addDLQFailures(len(out.Failed))
-			p.log.Warn("dead-letter events refused by SQS (the database has them)", "sqs_queue", p.queue.name,
-				"count", len(out.Failed), "error", aws.ToString(out.Failed[0].Message))
+			return ok, fmt.Errorf("SQS refused %d of %d dead-task events: %s", len(out.Failed), len(letters), aws.ToString(out.Failed[0].Message))
 		}
-		return nil
+		return ok, nil
 	}
 }

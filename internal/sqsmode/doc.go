@@ -9,14 +9,18 @@
 //	      SKIP LOCKED, send their ids         ClaimTasks(ENQUEUED -> PROCESSING, by id)
 //	      (SendMessageBatch), mark the        the runtime runs the handlers, heartbeats
 //	      sent ones ENQUEUED, commit            (Extend: ChangeMessageVisibility)
-//	                                          the committer writes the outcome, then
-//	                                          Settle: DLQ event if DEAD/FAILED, and
-//	                                          DeleteMessageBatch
+//	  DLQ relay (dlq.go)                    the committer writes the outcome, then
+//	    Store.PublishDeadLetters: lock the      Settle: DeleteMessageBatch
+//	      dead letters awaiting the DLQ,
+//	      send them, clear their mark, commit
 //
 // Each Rota queue has its own SQS queue (Queues): the configured queue for "default",
 // "<it>-<queue>" for the others, so a worker receives only ids of queues it serves. The
-// dead-letter queue receives a JSON DeadTaskEvent for every task a worker sees end DEAD
-// or FAILED; the database records the same event in rota.dead_letters by trigger.
+// dead-letter queue receives a JSON DeadTaskEvent for every SQS-mode task that ends DEAD
+// or FAILED, whatever ended it (a worker's outcome, the HTTP worker protocol, the lease
+// reaper): the trigger that records it in rota.dead_letters also marks it as awaiting
+// the DLQ (an outbox, migration 0008), and the enqueuer's relay publishes marked events
+// and clears the mark.
 //
 // # Why this is at-least-once, and why that is enough
 //
@@ -49,9 +53,10 @@
 // always safe because the enqueuer re-sends whatever the database says still needs a
 // message; hiding only saves a round trip.
 //
-// The DLQ publish is best-effort: it is bounded by a short timeout and never holds back
-// the delete of the original message (a message kept for the sake of a failed publish
-// would be received again and deleted as a duplicate anyway).
+// The DLQ publish is at least once and never holds back a worker: an event waits in the
+// database until SQS accepted it, through a dead worker, an unreachable DLQ or a relay
+// that died before its commit (which publishes it again: a duplicate event, never a lost
+// one).
 //
 // Because SQS is only a carrier, the SQS queues need no redrive policy and no FIFO
 // ordering: standard queues are used, and fauxqs (which never loses or duplicates on

@@ -34,9 +34,12 @@ const (
 	// spends about half its time waiting for SQS, holding its tasks' locks, and the
 	// workers' claims of the ids it sent wait for its commit: with one round per queue
 	// the workers outran the enqueuer (docs/performance.md, SQS mode drain).
-	DefaultRoundsPerQueue    = 4
-	DefaultSendConcurrency   = 4
-	DefaultSendTimeout       = 10 * time.Second
+	DefaultRoundsPerQueue  = 4
+	DefaultSendConcurrency = 4
+	DefaultSendTimeout     = 10 * time.Second
+	// DefaultDLQInterval is how often the DLQ relay looks for dead letters to publish
+	// (an index-only look at an almost always empty partial index).
+	DefaultDLQInterval       = time.Second
 	maxEnqueueFailureBackoff = 5 * time.Second
 )
 
@@ -65,6 +68,13 @@ type EnqueuerConfig struct {
 	// SendTimeout bounds one SendMessageBatch call (the round's row locks are held
 	// meanwhile). Default: DefaultSendTimeout.
 	SendTimeout time.Duration
+	// DLQInterval is the pause between rounds of the DLQ relay, which publishes the
+	// dead-task events of the queues this enqueuer serves (dlq.go). Each publish call is
+	// bounded by SendTimeout. Default: DefaultDLQInterval.
+	DLQInterval time.Duration
+	// NoDLQ turns the DLQ relay off: dead letters are still recorded, and stay awaiting
+	// publication for a relay that has it on.
+	NoDLQ bool
 
 	Metrics *Metrics     // default: NewMetrics(nil)
 	Logger  *slog.Logger // default: slog.Default()
@@ -78,6 +88,7 @@ type EnqueuerConfig struct {
 type Enqueuer struct {
 	cfg     EnqueuerConfig
 	senders map[string]*sender
+	dlq     *dlqRelay // nil with NoDLQ
 	log     *slog.Logger
 }
 
@@ -89,6 +100,7 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 	cfg.RoundsPerQueue = cmp.Or(cfg.RoundsPerQueue, DefaultRoundsPerQueue)
 	cfg.SendConcurrency = cmp.Or(cfg.SendConcurrency, DefaultSendConcurrency)
 	cfg.SendTimeout = cmp.Or(cfg.SendTimeout, DefaultSendTimeout)
+	cfg.DLQInterval = cmp.Or(cfg.DLQInterval, DefaultDLQInterval)
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
@@ -109,11 +121,17 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 	check(cfg.RoundsPerQueue > 0, "RoundsPerQueue must be positive, got %d", cfg.RoundsPerQueue)
 	check(cfg.SendConcurrency > 0, "SendConcurrency must be positive, got %d", cfg.SendConcurrency)
 	check(cfg.SendTimeout > 0, "SendTimeout must be positive, got %s", cfg.SendTimeout)
+	check(cfg.DLQInterval > 0, "DLQInterval must be positive, got %s", cfg.DLQInterval)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: enqueuer config: %w", store.ErrInvalid, err)
 	}
 
 	e := &Enqueuer{cfg: cfg, senders: map[string]*sender{}, log: cfg.Logger.With("component", "sqs-enqueuer")}
+	if !cfg.NoDLQ {
+		e.dlq = &dlqRelay{store: cfg.Store, client: cfg.Client, queue: cfg.Queues.dlq,
+			rotaQueues: cfg.Queues.RotaQueues(), interval: cfg.DLQInterval, timeout: cfg.SendTimeout,
+			metrics: cfg.Metrics, log: cfg.Logger.With("component", "sqs-dlq-relay")}
+	}
 	for _, rq := range cfg.Queues.RotaQueues() {
 		q, _ := cfg.Queues.forRota(rq)
 		e.senders[rq] = &sender{client: cfg.Client, rotaQueue: rq, queue: q,
@@ -134,7 +152,8 @@ func (e *Enqueuer) Round(ctx context.Context, rq string) (int, error) {
 	}, s.send)
 }
 
-// Run sends due tasks until ctx ends: one loop per Rota queue, woken early by inserts.
+// Run sends due tasks until ctx ends: one loop per Rota queue, woken early by inserts,
+// and the DLQ relay unless NoDLQ.
 func (e *Enqueuer) Run(ctx context.Context) {
 	wake := make(map[string]chan struct{}, len(e.senders))
 	for rq := range e.senders {
@@ -142,6 +161,9 @@ func (e *Enqueuer) Run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { e.listen(ctx, wake) })
+	if e.dlq != nil {
+		wg.Go(func() { e.dlq.run(ctx) })
+	}
 	for rq, ch := range wake {
 		wg.Go(func() { e.runQueue(ctx, rq, ch) })
 	}

@@ -74,7 +74,7 @@ func (e *sqsEnv) url(name string) string {
 func (e *sqsEnv) enqueuer(qs *sqsmode.Queues, m *sqsmode.Metrics, tweak func(*sqsmode.EnqueuerConfig)) *sqsmode.Enqueuer {
 	e.t.Helper()
 	cfg := sqsmode.EnqueuerConfig{Store: e.store, Client: e.client, Queues: qs, Interval: 20 * time.Millisecond,
-		RedeliverAfter: time.Hour, Metrics: m, Logger: testLogger(e.t)}
+		RedeliverAfter: time.Hour, DLQInterval: 50 * time.Millisecond, Metrics: m, Logger: testLogger(e.t)}
 	if tweak != nil {
 		tweak(&cfg)
 	}

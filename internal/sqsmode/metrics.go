@@ -74,7 +74,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "rota_dlq_published_total", Help: "Dead-task events published to the SQS dead-letter queue.",
 		})),
 		dlqFailures: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "rota_dlq_publish_failures_total", Help: "Dead-task events that could not be published (the database still records them).",
+			Name: "rota_dlq_publish_failures_total", Help: "Dead-task event publishes that failed (the events wait in the database for the next round).",
 		})),
 	}
 }

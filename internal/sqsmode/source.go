@@ -24,7 +24,6 @@ type Source struct {
 	cfg     SourceConfig
 	client  *sqs.Client
 	queues  *Queues
-	dlq     *dlqPublisher
 	metrics *Metrics
 	log     *slog.Logger
 	claims  map[string]*claimBatcher // by Rota queue

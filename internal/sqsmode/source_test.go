@@ -272,7 +272,10 @@ func TestDeadAndFailedTasksPublishDeadTaskEvents(t *testing.T) {
 	}
 }
 
-func TestMissingDLQDoesNotStopDeletes(t *testing.T) {
+// TestMissingDLQKeepsEventsForLater: with the DLQ gone (and not to be created), the
+// tasks still end and their messages are deleted; their dead-task events wait in the
+// database, and once the DLQ is back every one of them is published, once.
+func TestMissingDLQKeepsEventsForLater(t *testing.T) {
 	t.Parallel()
 	e := newSQSEnv(t)
 	e.srv.CreateQueue(t, "rota")
@@ -288,9 +291,29 @@ func TestMissingDLQDoesNotStopDeletes(t *testing.T) {
 	ids := e.createN(3, store.CreateParams{Kind: "fail", Payload: json.RawMessage(`{"permanent": true}`)})
 	e.waitAll(ids, store.StatusFailed)
 	e.waitEmpty(e.url("rota"))
-	e.quiesce()
-	if st := m.Stats(); st.DeletedSettled != 3 || st.DLQPublished != 0 || st.DLQFailures != 3 {
-		t.Errorf("stats %+v: want 3 deleted as settled, 3 DLQ failures, nothing published", st)
+	waitFor(t, "failed DLQ publishes", func() bool { return m.Stats().DLQFailures >= 3 })
+	if st := m.Stats(); st.DeletedSettled != 3 || st.DLQPublished != 0 {
+		t.Errorf("stats %+v: want 3 deleted as settled and nothing published", st)
+	}
+
+	e.srv.CreateQueue(t, "rota-dlq") // the same name, so the same URL
+	waitFor(t, "the waiting events published", func() bool { return m.Stats().DLQPublished >= 3 })
+	bodies := e.receiveAll(e.url("rota-dlq"))
+	got := map[uuid.UUID]int{}
+	for _, b := range bodies {
+		var ev sqsmode.DeadTaskEvent
+		if err := json.Unmarshal([]byte(b), &ev); err != nil {
+			t.Fatalf("DLQ message %q: %v", b, err)
+		}
+		got[ev.TaskID]++
+	}
+	for _, id := range ids {
+		if got[id] != 1 {
+			t.Errorf("task %s: %d DLQ events, want 1 (all: %v)", id, got[id], got)
+		}
+	}
+	if len(bodies) != len(ids) {
+		t.Errorf("DLQ holds %d messages, want %d", len(bodies), len(ids))
 	}
 }
 

@@ -22,7 +22,6 @@ const (
 	// should pass in moments (its enqueuer has not committed yet, say).
 	DefaultRetryDelay  = 5 * time.Second
 	DefaultCallTimeout = 10 * time.Second
-	DefaultDLQTimeout  = 2 * time.Second
 	// maxReceives bounds how often one message is hidden and looked at again. Past it
 	// the message is deleted: the enqueuer sends the task again whenever the database
 	// says it needs a message, so a message that never becomes claimable is just noise.
@@ -53,12 +52,6 @@ type SourceConfig struct {
 	RetryDelay time.Duration
 	// CallTimeout bounds each claim, delete and visibility change. Default: DefaultCallTimeout.
 	CallTimeout time.Duration
-	// DLQTimeout bounds the publish of dead-task events; short, because the publish is
-	// best-effort and holds one of the background slots settling uses.
-	// Default: DefaultDLQTimeout.
-	DLQTimeout time.Duration
-	// NoDLQ turns dead-task events off (the database records dead letters regardless).
-	NoDLQ bool
 
 	Metrics *Metrics     // default: NewMetrics(nil)
 	Logger  *slog.Logger // default: slog.Default()
@@ -73,7 +66,6 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	cfg.WaitSeconds = cmp.Or(cfg.WaitSeconds, DefaultWaitSeconds)
 	cfg.RetryDelay = cmp.Or(cfg.RetryDelay, DefaultRetryDelay)
 	cfg.CallTimeout = cmp.Or(cfg.CallTimeout, DefaultCallTimeout)
-	cfg.DLQTimeout = cmp.Or(cfg.DLQTimeout, DefaultDLQTimeout)
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
@@ -93,7 +85,6 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	check(cfg.WaitSeconds >= 1 && cfg.WaitSeconds <= 20, "WaitSeconds must be between 1 and 20, got %d", cfg.WaitSeconds)
 	check(cfg.RetryDelay > 0, "RetryDelay must be positive, got %s", cfg.RetryDelay)
 	check(cfg.CallTimeout > 0, "CallTimeout must be positive, got %s", cfg.CallTimeout)
-	check(cfg.DLQTimeout > 0, "DLQTimeout must be positive, got %s", cfg.DLQTimeout)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: sqs source config: %w", store.ErrInvalid, err)
 	}
@@ -106,9 +97,6 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		s.claims[rq] = &claimBatcher{claim: func(ctx context.Context, ids []uuid.UUID) ([]*store.Task, error) {
 			return s.claimIDs(ctx, rq, ids)
 		}}
-	}
-	if !cfg.NoDLQ {
-		s.dlq = &dlqPublisher{client: cfg.Client, queue: cfg.Queues.dlq, timeout: cfg.DLQTimeout, metrics: cfg.Metrics, log: log}
 	}
 	return s, nil
 }

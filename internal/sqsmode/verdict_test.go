@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -75,33 +73,17 @@ func TestChunksAndVisibility(t *testing.T) {
 	}
 }
 
-func TestDeadTaskEventOnlyForDeadAndFailed(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 123, time.FixedZone("CET", 3600))
-	task := &store.Task{ID: uuid.New(), Kind: "fail", Queue: "emails", WorkerID: "w1", AttemptCount: 3, MaxAttempts: 3}
-	settled := func(status store.Status, err error) runtime.Settled {
-		return runtime.Settled{Delivery: runtime.Delivery{Task: task},
-			Outcome: store.Outcome{Error: "boom\x00" + strings.Repeat("é", 3)},
-			Result:  store.OutcomeResult{TaskID: task.ID, Status: status, Err: err}}
-	}
-	for _, status := range []store.Status{store.StatusSucceeded, store.StatusEnqueued, store.StatusCanceled} {
-		if _, ok := deadTaskEvent(settled(status, nil), now); ok {
-			t.Errorf("a %s task produced a dead-task event", status)
-		}
-	}
-	if _, ok := deadTaskEvent(settled(store.StatusDead, store.ErrLeaseLost), now); ok {
-		t.Error("a rejected outcome produced a dead-task event")
-	}
-
-	ev, ok := deadTaskEvent(settled(store.StatusDead, nil), now)
-	if !ok {
-		t.Fatal("a DEAD task produced no event")
-	}
-	b, err := json.Marshal(ev)
+// TestDeadTaskEventJSON: the event is the dead letter, with its time in UTC.
+func TestDeadTaskEventJSON(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123, time.FixedZone("CET", 3600))
+	d := store.DeadLetter{ID: 7, TaskID: uuid.New(), Kind: "fail", Queue: "emails", WorkerID: "w1",
+		AttemptCount: 3, MaxAttempts: 3, Error: "boom ééé", Reason: store.StatusDead, CreatedAt: at}
+	b, err := json.Marshal(deadTaskEvent(d))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf(`{"task_id":%q,"kind":"fail","queue":"emails","worker_id":"w1","attempt_count":3,"max_attempts":3,`+
-		`"error":"boom`+"\uFFFD"+`ééé","reason":"DEAD","timestamp":"2026-03-01T11:00:00.000000123Z"}`, task.ID)
+		`"error":"boom ééé","reason":"DEAD","timestamp":"2026-03-01T11:00:00.000000123Z"}`, d.TaskID)
 	if string(b) != want {
 		t.Errorf("event JSON\n got %s\nwant %s", b, want)
 	}
