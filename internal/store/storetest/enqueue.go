@@ -44,25 +44,43 @@ func enqueueParams(queue string) store.EnqueueParams {
 func enqueueWith(t *testing.T, s store.Store, p store.EnqueueParams,
 	report func(handed []uuid.UUID) ([]uuid.UUID, error)) (handed []uuid.UUID, n int, err error) {
 	t.Helper()
-	calls := 0
-	n, err = s.EnqueueDue(ctx(t), p, func(_ context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-		calls++
-		handed = slices.Clone(ids)
+	var h handOff[uuid.UUID, uuid.UUID]
+	n, err = s.EnqueueDue(ctx(t), p, h.fn(report, slices.Clone))
+	return h.check(t, "EnqueueDue", p.Limit), n, err
+}
+
+// handOff stands in for the function EnqueueDue and PublishDeadLetters hand rows to:
+// it records what it was handed and reports through report (nil: all, by key).
+type handOff[R, K any] struct {
+	calls  int
+	handed []R
+}
+
+func (h *handOff[R, K]) fn(report func([]R) ([]K, error), all func([]R) []K) func(context.Context, []R) ([]K, error) {
+	return func(_ context.Context, rows []R) ([]K, error) {
+		h.calls++
+		h.handed = slices.Clone(rows)
 		if report == nil {
-			return ids, nil
+			return all(rows), nil
 		}
-		return report(ids)
-	})
-	if calls > 1 {
-		t.Fatalf("EnqueueDue called send %d times in one call", calls)
+		return report(rows)
 	}
-	if calls == 1 && len(handed) == 0 {
-		t.Fatal("EnqueueDue called send with no ids")
+}
+
+// check fails the test unless the store called it at most once, with 1..limit rows, and
+// returns what it was handed.
+func (h *handOff[R, K]) check(t *testing.T, method string, limit int) []R {
+	t.Helper()
+	if h.calls > 1 {
+		t.Fatalf("%s handed rows %d times in one call", method, h.calls)
 	}
-	if len(handed) > p.Limit {
-		t.Fatalf("EnqueueDue handed %d ids to send with limit %d", len(handed), p.Limit)
+	if h.calls == 1 && len(h.handed) == 0 {
+		t.Fatalf("%s handed nothing", method)
 	}
-	return handed, n, err
+	if len(h.handed) > limit {
+		t.Fatalf("%s handed %d rows with limit %d", method, len(h.handed), limit)
+	}
+	return h.handed
 }
 
 // enqueueAll calls EnqueueDue with a send that reports everything sent, and checks that

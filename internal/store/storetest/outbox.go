@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -30,29 +29,15 @@ var outboxTests = []testCase{
 func publishWith(t *testing.T, s store.Store, p store.PublishParams,
 	report func(handed []store.DeadLetter) ([]int64, error)) (handed []store.DeadLetter, n int, err error) {
 	t.Helper()
-	calls := 0
-	n, err = s.PublishDeadLetters(ctx(t), p, func(_ context.Context, events []store.DeadLetter) ([]int64, error) {
-		calls++
-		handed = slices.Clone(events)
-		if report == nil {
-			out := make([]int64, len(events))
-			for i, d := range events {
-				out[i] = d.ID
-			}
-			return out, nil
+	var h handOff[store.DeadLetter, int64]
+	n, err = s.PublishDeadLetters(ctx(t), p, h.fn(report, func(events []store.DeadLetter) []int64 {
+		ids := make([]int64, len(events))
+		for i, d := range events {
+			ids[i] = d.ID
 		}
-		return report(events)
-	})
-	if calls > 1 {
-		t.Fatalf("PublishDeadLetters called publish %d times in one call", calls)
-	}
-	if calls == 1 && len(handed) == 0 {
-		t.Fatal("PublishDeadLetters called publish with no events")
-	}
-	if len(handed) > p.Limit {
-		t.Fatalf("PublishDeadLetters handed %d events with limit %d", len(handed), p.Limit)
-	}
-	return handed, n, err
+		return ids
+	}))
+	return h.check(t, "PublishDeadLetters", p.Limit), n, err
 }
 
 // publishAll publishes everything awaiting in queues and returns the task ids handed,
