@@ -12,7 +12,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // Config configures a Server. Every zero field but Store means its default; New fills the
@@ -139,12 +139,9 @@ func (cfg Config) withDefaults() Config {
 }
 
 func (cfg *Config) validate() error {
-	var errs []error
-	check := func(ok bool, format string, args ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
-	}
+	// Every problem at once, not one per attempt.
+	var problems validate.Problems
+	check := problems.Check
 	check(cfg.Store != nil, "Store is required")
 	check(!cfg.MetricsAuth || cfg.Token != "", "MetricsAuth needs a Token")
 	check(cfg.BackoffBase > 0, "BackoffBase must be positive, got %s", cfg.BackoffBase)
@@ -155,7 +152,7 @@ func (cfg *Config) validate() error {
 	check(cfg.MaxBatchBodyBytes > 0, "MaxBatchBodyBytes must be positive, got %d", cfg.MaxBatchBodyBytes)
 	check(cfg.LongPollInterval > 0, "LongPollInterval must be positive, got %s", cfg.LongPollInterval)
 	check(cfg.MaxLongPolls > 0, "MaxLongPolls must be positive, got %d", cfg.MaxLongPolls)
-	return errors.Join(errs...)
+	return problems.Err()
 }
 
 // Route is one registered (method, path pattern) pair, in net/http.ServeMux syntax

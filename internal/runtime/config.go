@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // Config configures a Worker. The zero value of every field but Store and Mux means its
@@ -150,19 +150,14 @@ func (cfg Config) withDefaults() Config {
 
 // validate checks a Config that already has its defaults.
 func (cfg *Config) validate() error {
-	var errs []error
-	check := func(ok bool, format string, args ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
-	}
+	// Every problem at once, not one per attempt.
+	var problems validate.Problems
+	check := problems.Check
 	check(cfg.Store != nil, "Store is required")
 	check(cfg.Mux != nil, "Mux is required")
 	check(cfg.Concurrency > 0, "Concurrency must be positive, got %d", cfg.Concurrency)
 	for q, limit := range cfg.Queues {
-		if err := store.ValidateName("queue", q); err != nil {
-			errs = append(errs, err)
-		}
+		problems.Add(store.ValidateName("queue", q))
 		check(limit >= 0, "Queues[%q] must not be negative, got %d", q, limit)
 	}
 	check(cfg.FetchBatch > 0, "FetchBatch must be positive, got %d", cfg.FetchBatch)
@@ -176,7 +171,7 @@ func (cfg *Config) validate() error {
 	check(cfg.CommitBatch > 0, "CommitBatch must be positive, got %d", cfg.CommitBatch)
 	check(cfg.ClaimFrom == store.StatusPending || cfg.ClaimFrom == store.StatusEnqueued,
 		"ClaimFrom must be %s or %s, got %q", store.StatusPending, store.StatusEnqueued, cfg.ClaimFrom)
-	if err := errors.Join(errs...); err != nil {
+	if err := problems.Err(); err != nil {
 		return fmt.Errorf("%w: worker config: %w", store.ErrInvalid, err)
 	}
 	return nil

@@ -3,7 +3,6 @@ package sqsmode
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // Defaults of EnqueuerConfig.
@@ -106,12 +106,9 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 
-	var errs []error
-	check := func(ok bool, format string, args ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
-	}
+	// Every problem at once, not one per attempt.
+	var problems validate.Problems
+	check := problems.Check
 	check(cfg.Store != nil, "Store is required")
 	check(cfg.Client != nil, "Client is required")
 	check(cfg.Queues != nil, "Queues is required")
@@ -122,7 +119,7 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 	check(cfg.SendConcurrency > 0, "SendConcurrency must be positive, got %d", cfg.SendConcurrency)
 	check(cfg.SendTimeout > 0, "SendTimeout must be positive, got %s", cfg.SendTimeout)
 	check(cfg.DLQInterval > 0, "DLQInterval must be positive, got %s", cfg.DLQInterval)
-	if err := errors.Join(errs...); err != nil {
+	if err := problems.Err(); err != nil {
 		return nil, fmt.Errorf("%w: enqueuer config: %w", store.ErrInvalid, err)
 	}
 

@@ -3,7 +3,6 @@ package sqsmode
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // Defaults of SourceConfig.
@@ -71,12 +71,9 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 
-	var errs []error
-	check := func(ok bool, format string, args ...any) {
-		if !ok {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
-	}
+	// Every problem at once, not one per attempt.
+	var problems validate.Problems
+	check := problems.Check
 	check(cfg.Store != nil, "Store is required")
 	check(cfg.Client != nil, "Client is required")
 	check(cfg.Queues != nil, "Queues is required")
@@ -85,7 +82,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	check(cfg.WaitSeconds >= 1 && cfg.WaitSeconds <= 20, "WaitSeconds must be between 1 and 20, got %d", cfg.WaitSeconds)
 	check(cfg.RetryDelay > 0, "RetryDelay must be positive, got %s", cfg.RetryDelay)
 	check(cfg.CallTimeout > 0, "CallTimeout must be positive, got %s", cfg.CallTimeout)
-	if err := errors.Join(errs...); err != nil {
+	if err := problems.Err(); err != nil {
 		return nil, fmt.Errorf("%w: sqs source config: %w", store.ErrInvalid, err)
 	}
 
