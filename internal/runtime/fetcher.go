@@ -22,10 +22,15 @@ type fetcher struct {
 	w     *Worker
 	queue string
 	wake  chan struct{} // buffer 1: the listener or reaper says there may be due tasks
+	// idleTurn holds one token: with a Source, the loop holding it is the only one of
+	// this queue that waits for work while the queue is idle (source.go).
+	idleTurn chan struct{}
 }
 
 func newFetcher(w *Worker, queue string) *fetcher {
-	return &fetcher{w: w, queue: queue, wake: make(chan struct{}, 1)}
+	f := &fetcher{w: w, queue: queue, wake: make(chan struct{}, 1), idleTurn: make(chan struct{}, 1)}
+	f.idleTurn <- struct{}{}
+	return f
 }
 
 // notify wakes the fetcher without blocking; wake-ups that arrive while one is pending

@@ -52,23 +52,41 @@ type Settled struct {
 // runSource is a fetcher's loop when the worker has a Source: there is no poll timer and
 // no wake-up, because Fetch itself waits for work. It asks for as many tasks as there are
 // free slots, up to FetchBatch.
+//
+// Slots are reserved before Fetch, and a Fetch may wait long for work (an SQS long poll
+// lasts up to 20 s). So that an idle queue does not sit on capacity that a busy queue
+// sharing the worker needs, a loop whose last Fetch found nothing waits for work with one
+// slot, and only one loop of the queue does so at a time (idleTurn): an idle queue holds
+// one slot. Seen in a test before this: an idle queue's 4 loops held all 20 slots of a
+// worker through their long polls and re-took each as its poll ended, while a busy queue
+// of the same worker sat on hundreds of unreceived messages.
 func (f *fetcher) runSource(ctx context.Context) {
 	w := f.w
 	src := w.cfg.Source
 	failures := 0
+	// Whether the last Fetch found nothing. A loop starts idle: a queue proves it has work
+	// before its loops take batches of slots.
+	idle := true
 	for {
-		if ctx.Err() != nil || !f.waitForSlots(ctx) {
-			return
+		if idle {
+			select {
+			case <-ctx.Done():
+				return
+			case <-f.idleTurn:
+			}
 		}
-		// A freed slot wakes one waiting loop; pass the wake-up on, so the queue's other
-		// loops (FetchLoops) look at the free capacity too.
-		w.capacity.signalFreed(f.queue)
-		n := w.capacity.reserve(f.queue, w.cfg.FetchBatch)
-		if n == 0 {
-			continue
+		n, ok := f.reserveForFetch(ctx, idle)
+		if !ok {
+			if idle {
+				f.idleTurn <- struct{}{}
+			}
+			return
 		}
 		start := time.Now()
 		deliveries, err := src.Fetch(ctx, f.queue, n)
+		if idle {
+			f.idleTurn <- struct{}{}
+		}
 		if len(deliveries) > n {
 			// A source bug; running more than was reserved would break the capacity
 			// promise, and dropping claimed tasks would strand them. Fail loudly.
@@ -81,6 +99,7 @@ func (f *fetcher) runSource(ctx context.Context) {
 		for _, d := range deliveries {
 			w.executor.start(d)
 		}
+		idle = err == nil && len(deliveries) == 0
 		if err == nil {
 			failures = 0
 			continue
@@ -97,6 +116,27 @@ func (f *fetcher) runSource(ctx context.Context) {
 		w.log.Warn("fetch tasks failed; retrying", "queue", f.queue, "failures", failures, "error", err)
 		if !sleepCtx(ctx, errorBackoff(failures)) {
 			return
+		}
+	}
+}
+
+// reserveForFetch waits for free slots and reserves them for one Fetch: up to
+// FetchBatch, or one when idle. It reports false when ctx ended.
+func (f *fetcher) reserveForFetch(ctx context.Context, idle bool) (int, bool) {
+	w := f.w
+	want := w.cfg.FetchBatch
+	if idle {
+		want = 1
+	}
+	for {
+		if ctx.Err() != nil || !f.waitForSlots(ctx) {
+			return 0, false
+		}
+		// A freed slot wakes one waiting loop; pass the wake-up on, so the queue's other
+		// loops (FetchLoops) look at the free capacity too.
+		w.capacity.signalFreed(f.queue)
+		if n := w.capacity.reserve(f.queue, want); n > 0 {
+			return n, true
 		}
 	}
 }

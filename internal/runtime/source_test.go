@@ -268,3 +268,85 @@ func TestObserverSeesClaimsHandlersAndOutcomes(t *testing.T) {
 		t.Errorf("no commit observed")
 	}
 }
+
+// idleQueueSource serves queue "idle", which never has work, beside a fakeSource that
+// serves the others. A Fetch of "idle" waits like a long poll and records what the
+// runtime reserved for it.
+type idleQueueSource struct {
+	*fakeSource
+
+	mu             sync.Mutex
+	polls          int
+	inFlight, most int // idle Fetch calls running at once, and the most seen
+	largest        int // the largest max an idle Fetch was given
+}
+
+func (s *idleQueueSource) Fetch(ctx context.Context, queue string, max int) ([]runtime.Delivery, error) {
+	if queue != "idle" {
+		return s.fakeSource.Fetch(ctx, queue, max)
+	}
+	s.mu.Lock()
+	s.polls++
+	s.inFlight++
+	s.most = maxInt(s.most, s.inFlight)
+	s.largest = maxInt(s.largest, max)
+	s.mu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-time.After(20 * time.Millisecond):
+	}
+	s.mu.Lock()
+	s.inFlight--
+	s.mu.Unlock()
+	return nil, nil
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// TestIdleQueueHoldsOneSlotWhileWaitingForWork: a queue with no work, whose Fetch waits
+// like an SQS long poll, is polled by one loop at a time with one slot reserved, so a busy
+// queue of the same worker gets the rest of the capacity. (Before: the idle queue's loops
+// held every slot through their polls and re-took them as each ended; the busy queue's
+// tasks waited.)
+func TestIdleQueueHoldsOneSlotWhileWaitingForWork(t *testing.T) {
+	mux := runtime.NewMux()
+	mux.HandleFunc("quick", func(ctx context.Context, job *runtime.Job) error { return nil })
+	cfg := testConfig(t)
+	cfg.Concurrency = 4
+	cfg.FetchBatch = 10
+	cfg.FetchLoops = 4
+	cfg.Queues = map[string]int{"idle": 4, "busy": 4}
+	cfg.Store = newMemoryStore(t)
+	src := &idleQueueSource{fakeSource: newFakeSource(cfg.Store)}
+	cfg.Source = src
+	h := newHarness(t, mux, cfg).start()
+
+	ids := h.create(func() []store.CreateParams {
+		ps := make([]store.CreateParams, 200)
+		for i := range ps {
+			ps[i] = store.CreateParams{Kind: "quick", Queue: "busy"}
+		}
+		return ps
+	}()...)
+	for _, id := range ids {
+		src.ids <- id
+	}
+	waitFor(t, "every busy task settled", func() bool {
+		settled, _ := src.snapshot()
+		return len(settled) == len(ids)
+	})
+
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	if src.polls == 0 {
+		t.Fatal("the idle queue was never polled")
+	}
+	if src.largest != 1 || src.most != 1 {
+		t.Errorf("idle queue: polled with up to %d slots, by up to %d loops at once; want 1 and 1", src.largest, src.most)
+	}
+}

@@ -2,7 +2,6 @@ package sqsmode_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -213,14 +212,25 @@ func (e *sqsEnv) waitAll(ids []uuid.UUID, statuses ...store.Status) {
 		want[s] = true
 	}
 	i := 0
-	waitFor(e.t, fmt.Sprintf("%d tasks to be %v", len(ids), statuses), func() bool {
-		for ; i < len(ids); i++ {
-			if !want[e.get(ids[i]).Status] {
-				return false
+	deadline := time.Now().Add(waitTimeout)
+	for ; i < len(ids); i++ {
+		for {
+			task := e.get(ids[i])
+			if want[task.Status] {
+				break
 			}
+			if time.Now().After(deadline) {
+				for _, name := range []string{"rota", "rota-emails"} {
+					if out, err := e.client.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String(name)}); err == nil {
+						e.t.Logf("SQS queue %s: %+v", name, e.srv.CountMessages(e.t, aws.ToString(out.QueueUrl)))
+					}
+				}
+				e.t.Fatalf("timed out waiting for %d tasks to be %v: task %d of them, %s, is %s (attempts %d, enqueued_at %v, scheduled_for %v, worker %q, lease until %v)",
+					len(ids), statuses, i, task.ID, task.Status, task.AttemptCount, task.EnqueuedAt, task.ScheduledFor, task.WorkerID, task.LeaseExpiresAt)
+			}
+			time.Sleep(time.Millisecond)
 		}
-		return true
-	})
+	}
 }
 
 // checkSucceededOnce fails the test unless each task is SUCCEEDED with exactly one
