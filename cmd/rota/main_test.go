@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 )
 
@@ -38,6 +40,45 @@ func TestMigrateUpDownStatus(t *testing.T) {
 	out, err = runCLI(t, "migrate", "status", "--database-url", url)
 	if err != nil || strings.Contains(out, "pending") {
 		t.Fatalf("status after up: %v\n%s", err, out)
+	}
+}
+
+// TestProcessesRefuseAnotherSchema: serve (without --migrate) and worker start only on
+// the schema this binary was built for; serve --migrate brings a behind one up to date.
+func TestProcessesRefuseAnotherSchema(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	if out, err := runCLI(t, "migrate", "down", "--steps", "1", "--database-url", url); err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"worker", "--database-url", url},
+		{"serve", "--database-url", url, "--addr", "127.0.0.1:0"},
+	} {
+		_, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "is pending") {
+			t.Errorf("%s on a schema one migration behind: %v, want a refusal naming the pending migration", args[0], err)
+		}
+	}
+
+	if out, err := runCLI(t, "migrate", "up", "--database-url", url); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	admin, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	if _, err := admin.Exec(context.Background(), `INSERT INTO rota.schema_migrations (version, name) VALUES (9999, 'newer_release')`); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"worker", "--database-url", url},
+		{"serve", "--database-url", url, "--addr", "127.0.0.1:0", "--migrate"},
+	} {
+		_, err := runCLI(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "ahead of this rota binary") {
+			t.Errorf("%s on a schema a newer release migrated: %v, want a refusal", args[0], err)
+		}
 	}
 }
 

@@ -176,24 +176,24 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return err
 }
 
-// ensureSchema applies pending migrations when asked, and otherwise refuses to start on
-// a schema that is behind this binary (it would fail later, in confusing ways).
+// ensureSchema applies pending migrations when asked, and then (or else) refuses to start
+// on a schema that is not this binary's: behind it, or migrated by a newer release (its
+// statements would fail later, or half work, in confusing ways).
 func ensureSchema(ctx context.Context, pool *pgxpool.Pool, migrate bool, stdout io.Writer) error {
 	if migrate {
 		applied, err := postgres.MigrateUp(ctx, pool)
 		for _, v := range applied {
 			fmt.Fprintf(stdout, "applied migration %04d\n", v)
 		}
-		return err
-	}
-	statuses, err := postgres.MigrationStatuses(ctx, pool)
-	if err != nil {
-		return err
-	}
-	for _, s := range statuses {
-		if s.AppliedAt == nil {
-			return fmt.Errorf("the database schema is not up to date (migration %04d_%s is pending): run 'rota migrate up' or pass --migrate", s.Version, s.Name)
+		if err != nil {
+			return err
 		}
+	}
+	if err := postgres.CheckSchema(ctx, pool); err != nil {
+		if !migrate && errors.Is(err, postgres.ErrSchemaBehind) {
+			return fmt.Errorf("%w, or pass --migrate", err)
+		}
+		return err
 	}
 	return nil
 }

@@ -77,6 +77,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer pool.Close()
+	// A worker never migrates; it runs only on the schema it was built for.
+	if err := postgres.CheckSchema(ctx, pool); err != nil {
+		return err
+	}
 	st := postgres.New(pool)
 	defer st.Close()
 

@@ -150,6 +150,66 @@ func MigrationStatuses(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStat
 	if err != nil {
 		return nil, err
 	}
+	applied, err := appliedVersions(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MigrationStatus, len(migs))
+	for i, m := range migs {
+		out[i] = MigrationStatus{Migration: m}
+		if at, ok := applied[m.Version]; ok {
+			out[i].AppliedAt = &at
+		}
+	}
+	return out, nil
+}
+
+// The ways the database's schema can differ from the one this binary was built for.
+var (
+	// ErrSchemaBehind: a migration this binary knows is not applied.
+	ErrSchemaBehind = errors.New("the database schema is behind this rota binary")
+	// ErrSchemaAhead: a migration this binary does not know is applied (a newer release
+	// migrated the database).
+	ErrSchemaAhead = errors.New("the database schema is ahead of this rota binary")
+)
+
+// CheckSchema returns nil when the database's schema is exactly this binary's, else an
+// error wrapping ErrSchemaBehind or ErrSchemaAhead. Processes check it at
+// start: statements written for another schema fail, or worse, half work (migration
+// 0007 changed what a claim and an outcome write).
+func CheckSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	migs, err := Migrations()
+	if err != nil {
+		return err
+	}
+	applied, err := appliedVersions(ctx, pool)
+	if err != nil {
+		return err
+	}
+	known := make(map[int]bool, len(migs))
+	for _, m := range migs {
+		known[m.Version] = true
+		if _, ok := applied[m.Version]; !ok {
+			return fmt.Errorf("%w: migration %04d_%s is pending (run 'rota migrate up')", ErrSchemaBehind, m.Version, m.Name)
+		}
+	}
+	var newer []int
+	for v := range applied {
+		if !known[v] {
+			newer = append(newer, v)
+		}
+	}
+	if len(newer) > 0 {
+		slices.Sort(newer)
+		return fmt.Errorf("%w: the database has migration %04d applied, which this binary does not know (its last is %04d): run the rota release that migrated it",
+			ErrSchemaAhead, newer[len(newer)-1], migs[len(migs)-1].Version)
+	}
+	return nil
+}
+
+// appliedVersions reads rota.schema_migrations: version -> applied_at (empty when the
+// table does not exist yet).
+func appliedVersions(ctx context.Context, pool *pgxpool.Pool) (map[int]time.Time, error) {
 	applied := map[int]time.Time{}
 	rows, err := pool.Query(ctx, `SELECT version, applied_at FROM rota.schema_migrations`)
 	if err == nil {
@@ -168,14 +228,7 @@ func MigrationStatuses(ctx context.Context, pool *pgxpool.Pool) ([]MigrationStat
 	if err != nil && !isUndefinedTable(err) {
 		return nil, fmt.Errorf("read migrations: %w", err)
 	}
-	out := make([]MigrationStatus, len(migs))
-	for i, m := range migs {
-		out[i] = MigrationStatus{Migration: m}
-		if at, ok := applied[m.Version]; ok {
-			out[i].AppliedAt = &at
-		}
-	}
-	return out, nil
+	return applied, nil
 }
 
 // inMigrationTx runs fn in a transaction holding the migration lock, with the set of

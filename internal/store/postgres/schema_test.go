@@ -116,6 +116,38 @@ func TestMigrations(t *testing.T) {
 	}
 }
 
+// TestCheckSchema: a process starts only on the schema it was built for: not on an empty
+// or partly migrated database, nor on one a newer release migrated.
+func TestCheckSchema(t *testing.T) {
+	t.Parallel()
+	pool := emptyPool(t)
+	ctx := context.Background()
+	if err := postgres.CheckSchema(ctx, pool); !errors.Is(err, postgres.ErrSchemaBehind) {
+		t.Fatalf("empty database: %v, want ErrSchemaBehind", err)
+	}
+	if _, err := postgres.MigrateUp(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if err := postgres.CheckSchema(ctx, pool); err != nil {
+		t.Fatalf("migrated database: %v", err)
+	}
+	if _, err := postgres.MigrateDown(ctx, pool, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := postgres.CheckSchema(ctx, pool); !errors.Is(err, postgres.ErrSchemaBehind) || !strings.Contains(err.Error(), "pending") {
+		t.Fatalf("one migration down: %v, want ErrSchemaBehind naming the pending one", err)
+	}
+	if _, err := postgres.MigrateUp(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO rota.schema_migrations (version, name) VALUES (9999, 'from_the_future')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := postgres.CheckSchema(ctx, pool); !errors.Is(err, postgres.ErrSchemaAhead) || !strings.Contains(err.Error(), "9999") {
+		t.Fatalf("a newer release's migration applied: %v, want ErrSchemaAhead naming it", err)
+	}
+}
+
 // TestDatabaseEnforcesStateMachine: hand-written SQL cannot make an illegal transition.
 func TestDatabaseEnforcesStateMachine(t *testing.T) {
 	t.Parallel()
