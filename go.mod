@@ -16,6 +16,7 @@ require (
 	github.com/prometheus/common v0.72.0
 	github.com/rs/zerolog v1.28.0
 	golang.org/x/sync v0.23.0
+	golang.org/x/time v0.16.0
 )
 
 require (

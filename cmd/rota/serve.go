@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rotaqueue/rota/internal/api"
+	"github.com/rotaqueue/rota/internal/authlimit"
 	"github.com/rotaqueue/rota/internal/dashboard"
 	"github.com/rotaqueue/rota/internal/maintenance"
 	"github.com/rotaqueue/rota/internal/metrics"
@@ -56,11 +57,13 @@ func (f serverFlags) frontEnd(st store.Store, claimFrom store.Status, logger *sl
 	m := metrics.New(reg)
 	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: st, Logger: logger}))
 	counted := m.CountEnqueued(st)
-	dash, err := dashboard.New(dashboard.Config{Store: counted, Token: *f.token, Logger: logger})
+	// One count of wrong tokens per client for the API and the dashboard's login.
+	guesses := authlimit.New(0, 0, nil)
+	dash, err := dashboard.New(dashboard.Config{Store: counted, Token: *f.token, AuthLimiter: guesses, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	apiServer, err := api.New(api.Config{Store: counted, Token: *f.token, MetricsAuth: *f.metricsAuth,
+	apiServer, err := api.New(api.Config{Store: counted, Token: *f.token, MetricsAuth: *f.metricsAuth, AuthLimiter: guesses,
 		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger, ClaimFrom: claimFrom})
 	if err != nil {
 		return nil, err

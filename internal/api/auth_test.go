@@ -8,8 +8,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/rotaqueue/rota/internal/authlimit"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/memory"
 )
@@ -30,7 +33,9 @@ func concrete(pattern string) string {
 
 func TestTokenProtectsEveryAPIRoute(t *testing.T) {
 	const token = "s3cret-token"
-	c := newClient(t, Config{Store: memoryStore(t), Token: token})
+	// Hundreds of wrong tokens from one address: a limiter that never runs out, here
+	// (TestWrongTokensAreThrottled covers it).
+	c := newClient(t, Config{Store: memoryStore(t), Token: token, AuthLimiter: authlimit.New(1<<30, time.Nanosecond, nil)})
 	routes := c.srv.Routes()
 	if len(routes) < 18 {
 		t.Fatalf("only %d routes", len(routes))
@@ -208,4 +213,36 @@ func resolves(doc any, ref string) bool {
 		}
 	}
 	return true
+}
+
+// TestWrongTokensAreThrottled: an address that keeps presenting wrong tokens is refused
+// with 429 and Retry-After, even with the right token, until its budget refills;
+// requests without a token, and other addresses, are not counted against it.
+func TestWrongTokensAreThrottled(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	c := newClient(t, Config{Store: memoryStore(t), Token: "right", AuthLimiter: authlimit.New(3, 10*time.Second, clock)})
+	withAuth := func(auth string) response {
+		req, _ := http.NewRequest("GET", c.url+"/api/stats", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		return c.send(req)
+	}
+	for range 5 { // no token at all: not a guess
+		withAuth("").wantError(t, http.StatusUnauthorized, codeUnauthorized)
+	}
+	for range 3 {
+		withAuth("Bearer wrong").wantError(t, http.StatusUnauthorized, codeUnauthorized)
+	}
+	res := withAuth("Bearer right")
+	res.wantError(t, http.StatusTooManyRequests, codeTooManyRequests)
+	if got := res.header.Get("Retry-After"); got != "10" {
+		t.Errorf("Retry-After %q, want 10", got)
+	}
+	mu.Lock()
+	now = now.Add(10 * time.Second)
+	mu.Unlock()
+	withAuth("Bearer right").want(t, http.StatusOK, nil)
 }

@@ -14,6 +14,7 @@ const (
 	codeInvalidRequest       = "invalid_request"
 	codeInvalidJSON          = "invalid_json"
 	codeUnauthorized         = "unauthorized"
+	codeTooManyRequests      = "too_many_requests"
 	codeNotFound             = "not_found"
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeIllegalTransition    = "illegal_transition"

@@ -14,14 +14,17 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/rotaqueue/rota/internal/authlimit"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/validate"
@@ -39,6 +42,9 @@ type Config struct {
 	Token string
 	// MetricsAuth makes /metrics require Token too. It needs a Token.
 	MetricsAuth bool
+	// AuthLimiter refuses, with 429, a client address that keeps presenting wrong
+	// tokens. Share one with the dashboard's login. Default: authlimit.New's defaults.
+	AuthLimiter *authlimit.Limiter
 	// MetricsHandler serves GET /metrics. Default: promhttp.Handler() (the default
 	// Prometheus registry).
 	MetricsHandler http.Handler
@@ -110,6 +116,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.AuthLimiter == nil {
+		cfg.AuthLimiter = authlimit.New(0, 0, nil)
 	}
 	if cfg.BackoffBase == 0 {
 		cfg.BackoffBase = runtime.DefaultBackoffBase
@@ -276,10 +285,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if s.needsToken(r) && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)
-		writeError(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong bearer token")
-		return
+	if s.needsToken(r) {
+		// A client that keeps presenting wrong tokens is refused before its token is
+		// compared (authlimit): guessing the token takes forever.
+		if blocked, retry := s.cfg.AuthLimiter.Blocked(r.RemoteAddr); blocked {
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+			writeError(w, http.StatusTooManyRequests, codeTooManyRequests, "too many wrong tokens from this address; try again later")
+			return
+		}
+		if !s.authorized(r) {
+			if r.Header.Get("Authorization") != "" {
+				s.cfg.AuthLimiter.Failed(r.RemoteAddr)
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)
+			writeError(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong bearer token")
+			return
+		}
 	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.noRoute(w, r)

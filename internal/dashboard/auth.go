@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -162,7 +163,19 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
+	if blocked, retry := d.cfg.AuthLimiter.Blocked(r.RemoteAddr); blocked {
+		// Refused before the token is compared: guessing it takes forever (authlimit).
+		secs := int(math.Ceil(retry.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		d.render(w, r, http.StatusTooManyRequests, "login", pageData{
+			Title: "Log in",
+			Flash: &flash{Kind: flashError, Message: fmt.Sprintf("Too many wrong tokens from your address. Try again in %d s.", secs)},
+			Data:  loginView{Next: next},
+		})
+		return
+	}
 	if !d.keys.tokenMatches(strings.TrimSpace(r.PostForm.Get("token"))) {
+		d.cfg.AuthLimiter.Failed(r.RemoteAddr)
 		d.render(w, r, http.StatusUnauthorized, "login", pageData{
 			Title: "Log in",
 			Flash: &flash{Kind: flashError, Message: "Wrong token. Use the server's API token (ROTA_API_TOKEN)."},

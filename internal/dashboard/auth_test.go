@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/api"
+	"github.com/rotaqueue/rota/internal/authlimit"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -260,4 +261,24 @@ func TestServedWithTheAPI(t *testing.T) {
 	req := httptest.NewRequest(http.MethodGet, "/api/tasks", nil)
 	req.Header.Set("Authorization", "Bearer "+testToken)
 	b.do(req).want(t, http.StatusOK)
+}
+
+// TestLoginThrottlesWrongTokens: after too many wrong tokens from one address, the login
+// form refuses even the right one (429, Retry-After) until the budget refills.
+func TestLoginThrottlesWrongTokens(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	d := newDashboard(t, Config{Store: memoryStore(t), Token: testToken, Now: clock,
+		AuthLimiter: authlimit.New(2, time.Minute, clock)})
+	b := newBrowser(t, d)
+	for range 2 {
+		b.post("/login", url.Values{"token": {"wrong"}, "next": {"/"}}).want(t, http.StatusUnauthorized)
+	}
+	p := b.post("/login", url.Values{"token": {testToken}, "next": {"/"}}).want(t, http.StatusTooManyRequests)
+	p.wantFlash(t, "error", "Too many wrong tokens").contains(t, `id="login-form"`)
+	if got := p.header.Get("Retry-After"); got != "60" || b.cookies[sessionCookie] != nil {
+		t.Fatalf("throttled login: Retry-After %q, cookie %v; want 60 and no session", got, b.cookies[sessionCookie])
+	}
+	now = now.Add(time.Minute)
+	login(t, b, "/")
 }

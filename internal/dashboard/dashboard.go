@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rotaqueue/rota/internal/authlimit"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -25,6 +26,10 @@ type Config struct {
 	Token string
 	// SessionTTL is how long a login lasts. Default: DefaultSessionTTL.
 	SessionTTL time.Duration
+	// AuthLimiter refuses logins from a client address that keeps entering wrong
+	// tokens. Share the API's (api.Config.AuthLimiter). Default: authlimit.New's
+	// defaults, with Now as its clock.
+	AuthLimiter *authlimit.Limiter
 
 	// PollInterval is how often open pages fetch their live regions. Default: 1s.
 	PollInterval time.Duration
@@ -57,6 +62,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.AuthLimiter == nil {
+		cfg.AuthLimiter = authlimit.New(0, 0, cfg.Now)
 	}
 	return cfg
 }
