@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/testio"
 )
 
 // readmeBlock returns the shell block that follows the marker <!-- quickstart:name -->
@@ -264,7 +263,7 @@ func withoutEnv(env []string, prefixes ...string) []string {
 // readmeRun is a README block running under bash in a process group of its own.
 type readmeRun struct {
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *testio.LockedBuffer
 	done chan struct{} // closed when bash and everything holding its output are gone
 }
 
@@ -275,7 +274,7 @@ func startReadmeBlock(t *testing.T, dir string, env []string, block string) *rea
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", block)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.SysProcAttr = newProcessGroup()
-	out := &lockedBuffer{}
+	out := &testio.LockedBuffer{}
 	// Not an *os.File: Wait returns only once every process that inherited the output
 	// (the block's background jobs too) has closed it.
 	cmd.Stdout, cmd.Stderr = out, out
@@ -320,22 +319,4 @@ func (r *readmeRun) stop(t *testing.T, d time.Duration) {
 	case <-time.After(d):
 		t.Errorf("the README block's processes did not exit within %v of SIGTERM", d)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe to read while a process writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,7 @@ import (
 	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 	"github.com/rotaqueue/rota/internal/testutil/sqstest"
+	"github.com/rotaqueue/rota/internal/testutil/testio"
 )
 
 func TestBadSQSFlagsAreUsageErrors(t *testing.T) {
@@ -77,24 +77,6 @@ func TestSQSWorkerRefusesAMissingQueue(t *testing.T) {
 	}
 }
 
-// lockedBuffer collects a command's output while it runs in another goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeAndWorkerInSQSMode runs `rota serve --mode sqs` and `rota worker --mode sqs`
 // in this process against PostgreSQL and fauxqs: the queues are created, every task runs
 // once, and a permanently failing task's dead-task event reaches the DLQ.
@@ -107,7 +89,7 @@ func TestServeAndWorkerInSQSMode(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	var logs lockedBuffer
+	var logs testio.LockedBuffer
 	start := func(args ...string) {
 		wg.Go(func() {
 			if err := run(ctx, append(args, common...), &logs, &logs); err != nil {

@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/memory"
+	"github.com/rotaqueue/rota/internal/testutil/testio"
 )
 
 // waitTimeout bounds every wait on a condition in these tests.
@@ -41,35 +41,8 @@ func testConfig(t *testing.T) runtime.Config {
 		BackoffMax:        5 * time.Millisecond,
 		CommitInterval:    time.Millisecond,
 		ShutdownGrace:     5 * time.Second,
-		Logger:            slog.New(slog.NewTextHandler(testWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:            slog.New(slog.NewTextHandler(testio.TestOutput(t), &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
-}
-
-// testWriter writes to t's output until t's cleanup, and discards after: a handler
-// abandoned at shutdown may still log when its test is over.
-func testWriter(t *testing.T) io.Writer {
-	w := &cutoffWriter{w: t.Output()}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.closed = true
-		w.mu.Unlock()
-	})
-	return w
-}
-
-type cutoffWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	closed bool
-}
-
-func (c *cutoffWriter) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return len(p), nil
-	}
-	return c.w.Write(p)
 }
 
 func newMemoryStore(t *testing.T) store.Store {

@@ -7,35 +7,17 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/testio"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the worker's concurrent log writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
 
 // Every log line about a task is JSON with the same keys (task_id, queue, kind, attempt,
 // worker_id), whatever happened to the task, so operators can filter on them.
 func TestTaskLogLinesHaveConsistentKeys(t *testing.T) {
-	var logs lockedBuffer
+	var logs testio.LockedBuffer
 	mux := runtime.NewMux()
 	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { return nil })
 	mux.HandleFunc("flaky", func(context.Context, *runtime.Job) error { return errors.New("try again") })

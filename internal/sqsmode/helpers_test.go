@@ -2,7 +2,6 @@ package sqsmode_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 	"github.com/rotaqueue/rota/internal/testutil/sqstest"
+	"github.com/rotaqueue/rota/internal/testutil/testio"
 )
 
 // waitTimeout bounds every wait on a condition: generous, because the machine running
@@ -313,28 +313,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // testLogger logs warnings and errors into the test's output until the test ends.
 func testLogger(t *testing.T) *slog.Logger {
-	w := &cutoffWriter{w: t.Output()}
-	t.Cleanup(func() {
-		w.mu.Lock()
-		w.closed = true
-		w.mu.Unlock()
-	})
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type cutoffWriter struct {
-	mu     sync.Mutex
-	w      io.Writer
-	closed bool
-}
-
-func (c *cutoffWriter) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return len(p), nil
-	}
-	return c.w.Write(p)
+	return slog.New(slog.NewTextHandler(testio.TestOutput(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // idStrings is ids as message bodies.
