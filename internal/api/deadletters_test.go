@@ -8,10 +8,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/adapters"
 )
 
 func TestDeadLetters(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 
 		// Make dead letters through the worker protocol: DEAD (attempts exhausted) and

@@ -14,27 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/store"
-	"github.com/rotaqueue/rota/internal/store/memory"
-	"github.com/rotaqueue/rota/internal/store/postgres"
-	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 )
-
-// backends runs f once per store adapter: the API must behave the same on both.
-func backends(t *testing.T, f func(t *testing.T, st store.Store)) {
-	t.Helper()
-	t.Run("memory", func(t *testing.T) {
-		t.Parallel()
-		st := memory.New()
-		t.Cleanup(st.Close)
-		f(t, st)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		st := postgres.New(pgtest.NewPool(t))
-		t.Cleanup(st.Close)
-		f(t, st)
-	})
-}
 
 // apiClient talks to one Server through a real HTTP listener.
 type apiClient struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/adapters"
 )
 
 func (c *apiClient) createSchedule(body any) scheduleJSON {
@@ -40,7 +41,7 @@ func (c *apiClient) scheduleNames() []string {
 }
 
 func TestScheduleLifecycle(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 		berlin, err := time.LoadLocation("Europe/Berlin")
 		if err != nil {
@@ -289,7 +290,7 @@ func TestScheduleLifecycle(t *testing.T) {
 // TestScheduleValidation: every bad create is a 4xx naming what is wrong, checked before
 // the store is touched, and writes nothing.
 func TestScheduleValidation(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 		body := func(mod func(m map[string]any)) map[string]any {
 			m := map[string]any{"name": "s1", "cron_spec": "* * * * *", "task": map[string]any{"kind": "noop"}}

@@ -10,10 +10,11 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/adapters"
 )
 
 func TestCreateAndGetTask(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 		before := time.Now()
 		res := c.do("POST", "/api/tasks", map[string]any{
@@ -92,7 +93,7 @@ func TestCreateAndGetTask(t *testing.T) {
 }
 
 func TestIdempotency(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 		body := map[string]any{"kind": "noop", "idempotency_key": "order-42"}
 		var first, second taskJSON
@@ -197,7 +198,7 @@ func TestBodyLimitsAndMediaType(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 		var out tasksJSON
 		c.do("POST", "/api/tasks/batch", map[string]any{"tasks": []any{
@@ -235,7 +236,7 @@ func TestBatch(t *testing.T) {
 }
 
 func TestListTasks(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 		var ids []string
 		for i := range 7 {
@@ -299,7 +300,7 @@ func TestListTasks(t *testing.T) {
 }
 
 func TestCancelReplayAttemptsStats(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 		task := c.createTask(map[string]any{"kind": "noop", "queue": "s"})
 		id := task.ID.String()
@@ -394,7 +395,7 @@ func TestInternalErrorsAreNotLeaked(t *testing.T) {
 }
 
 func TestHealthAndMetrics(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 		var h statusJSON
 		c.do("GET", "/healthz", nil).want(t, http.StatusOK, &h)
@@ -454,7 +455,7 @@ func TestStorablePayloads(t *testing.T) {
 		{`-1e99999999999999999999`, false},
 		{`[1.5, -0, 0.0, 1E+2, 12345678901234567890123456789]`, true},
 	}
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st})
 		for _, tc := range cases {
 			res := c.do("POST", "/api/tasks", `{"kind":"noop","payload":`+tc.payload+`}`)

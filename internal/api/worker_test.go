@@ -11,10 +11,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/adapters"
 )
 
 func TestWorkerProtocol(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		c := newClient(t, Config{Store: st, BackoffBase: time.Hour, BackoffMax: 2 * time.Hour})
 
 		// Nothing due: an empty list, not null.
@@ -163,7 +164,7 @@ func TestWorkerProtocolValidation(t *testing.T) {
 }
 
 func TestLongPoll(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		// A poll tick far beyond the test: only a wake-up can end the wait early.
 		c := newClient(t, Config{Store: st, LongPollInterval: time.Minute})
 

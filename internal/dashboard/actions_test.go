@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/adapters"
 )
 
 func TestCancelAndReplayTask(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		b := newBrowser(t, newDashboard(t, Config{Store: st}))
 		task := createTask(t, st, store.CreateParams{})
 		page := "/tasks/" + task.ID.String()
@@ -41,7 +42,7 @@ func TestCancelAndReplayTask(t *testing.T) {
 }
 
 func TestIllegalActionsChangeNothing(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		b := newBrowser(t, newDashboard(t, Config{Store: st}))
 		done := finish(t, st, store.CreateParams{}, store.StatusSucceeded)
 		page := "/tasks/" + done.ID.String()
@@ -63,7 +64,7 @@ func TestIllegalActionsChangeNothing(t *testing.T) {
 }
 
 func TestDeadLetterReplay(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		b := newBrowser(t, newDashboard(t, Config{Store: st}))
 		one := finish(t, st, store.CreateParams{Queue: "emails"}, store.StatusDead)
 		emails := finish(t, st, store.CreateParams{Queue: "emails"}, store.StatusFailed)
@@ -103,7 +104,7 @@ func TestDeadLetterReplay(t *testing.T) {
 }
 
 func TestScheduleActions(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		b := newBrowser(t, newDashboard(t, Config{Store: st}))
 		createSchedule(t, st, "nightly", "0 3 * * *", "Europe/Berlin")
 		page := "/schedules/nightly"

@@ -7,12 +7,13 @@ import (
 	"testing"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/adapters"
 )
 
 // TestBadInput: what cannot be right gets a 400 page with an error that says why, and
 // changes nothing.
 func TestBadInput(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		d := newDashboard(t, Config{Store: st})
 		b := newBrowser(t, d)
 		dead := finish(t, st, store.CreateParams{}, store.StatusDead)

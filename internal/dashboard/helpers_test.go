@@ -20,26 +20,7 @@ import (
 
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/memory"
-	"github.com/rotaqueue/rota/internal/store/postgres"
-	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 )
-
-// backends runs f once per store adapter: the dashboard must behave the same on both.
-func backends(t *testing.T, f func(t *testing.T, st store.Store)) {
-	t.Helper()
-	t.Run("memory", func(t *testing.T) {
-		t.Parallel()
-		st := memory.New()
-		t.Cleanup(st.Close)
-		f(t, st)
-	})
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		st := postgres.New(pgtest.NewPool(t))
-		t.Cleanup(st.Close)
-		f(t, st)
-	})
-}
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/adapters"
 )
 
 func TestOverview(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		for range 3 {
 			finish(t, st, store.CreateParams{}, store.StatusSucceeded)
 		}
@@ -70,7 +71,7 @@ func TestOverviewEmpty(t *testing.T) {
 }
 
 func TestTaskListFiltersAndPages(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		var emails []string
 		for i := range 60 {
 			task := createTask(t, st, store.CreateParams{Queue: "emails", Kind: fmt.Sprintf("k%d", i%2)})
@@ -126,7 +127,7 @@ func TestTaskListFiltersAndPages(t *testing.T) {
 }
 
 func TestTaskSearch(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		task := createTask(t, st, store.CreateParams{})
 		b := newBrowser(t, newDashboard(t, Config{Store: st}))
 		p := b.get("/tasks/search?id="+task.ID.String()).want(t, http.StatusSeeOther)
@@ -144,7 +145,7 @@ func TestTaskSearch(t *testing.T) {
 }
 
 func TestTaskPage(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		pending := createTask(t, st, store.CreateParams{Kind: "mail", Payload: []byte(`{"to":"a@example.com","n":[1,2]}`)})
 		dead := finish(t, st, store.CreateParams{}, store.StatusDead)
 		failed := finish(t, st, store.CreateParams{}, store.StatusFailed)
@@ -171,7 +172,7 @@ func TestTaskPage(t *testing.T) {
 }
 
 func TestDeadLetterPage(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		dead := finish(t, st, store.CreateParams{Queue: "emails", Kind: "mail"}, store.StatusDead)
 		failed := finish(t, st, store.CreateParams{Kind: "render"}, store.StatusFailed)
 		b := newBrowser(t, newDashboard(t, Config{Store: st}))
@@ -194,7 +195,7 @@ func TestDeadLetterPage(t *testing.T) {
 }
 
 func TestSchedulePages(t *testing.T) {
-	backends(t, func(t *testing.T, st store.Store) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
 		sc := createSchedule(t, st, "nightly", "0 3 * * *", "Europe/Berlin")
 		run, err := st.TriggerSchedule(ctx(t), "nightly")
 		if err != nil {
