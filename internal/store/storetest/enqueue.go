@@ -423,45 +423,21 @@ func testEnqueueConcurrent(t *testing.T, s store.Store) {
 	created := createN(t, s, "race", "k", fresh)
 
 	c := ctx(t)
-	start := make(chan struct{})
-	handed := make([][]uuid.UUID, callers)
-	errs := make(chan error, callers)
-	done := make(chan struct{})
-	for g := range callers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			<-start
-			p := enqueueParams("race")
-			p.Limit = 1 + g*7%50 // batch sizes 1..50
-			for {
-				var got []uuid.UUID
-				n, err := s.EnqueueDue(c, p, func(_ context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-					got = slices.Clone(ids)
-					return ids, nil
-				})
-				if err != nil {
-					errs <- err
-					return
-				}
-				if len(got) > p.Limit || n != len(got) {
-					errs <- fmt.Errorf("handed %d ids with limit %d, marked %d", len(got), p.Limit, n)
-					return
-				}
-				if len(got) == 0 {
-					return
-				}
-				handed[g] = append(handed[g], got...)
+	handed := race(t, "EnqueueDue", callers, func(g int) func() ([]uuid.UUID, error) {
+		p := enqueueParams("race")
+		p.Limit = 1 + g*7%50 // batch sizes 1..50
+		return func() ([]uuid.UUID, error) {
+			var got []uuid.UUID
+			n, err := s.EnqueueDue(c, p, func(_ context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+				got = slices.Clone(ids)
+				return ids, nil
+			})
+			if err == nil && (len(got) > p.Limit || n != len(got)) {
+				err = fmt.Errorf("handed %d ids with limit %d, marked %d", len(got), p.Limit, n)
 			}
-		}()
-	}
-	close(start)
-	for range callers {
-		<-done
-	}
-	close(errs)
-	for err := range errs {
-		t.Fatalf("EnqueueDue: %v", err)
-	}
+			return got, err
+		}
+	})
 
 	sentBy := map[uuid.UUID]int{}
 	for g, got := range handed {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -337,41 +338,17 @@ func testDuplicateClaimRace(t *testing.T, s store.Store) {
 	const tasks, claimers = 1000, 20
 	created := createN(t, s, "race", "k", tasks)
 	c := ctx(t)
-	start := make(chan struct{})
-	results := make([][]*store.Task, claimers)
-	errs := make(chan error, claimers)
-	done := make(chan struct{})
-	for g := range claimers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			<-start
-			p := claimParams("race", 1+g%13) // batch sizes 1..13
-			p.WorkerID = fmt.Sprintf("claimer-%d", g)
-			for {
-				got, err := s.ClaimTasks(c, p)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if len(got) == 0 {
-					return
-				}
-				if len(got) > p.Limit {
-					errs <- fmt.Errorf("claimed %d tasks with limit %d", len(got), p.Limit)
-					return
-				}
-				results[g] = append(results[g], got...)
+	results := race(t, "ClaimTasks", claimers, func(g int) func() ([]*store.Task, error) {
+		p := claimParams("race", 1+g%13) // batch sizes 1..13
+		p.WorkerID = fmt.Sprintf("claimer-%d", g)
+		return func() ([]*store.Task, error) {
+			got, err := s.ClaimTasks(c, p)
+			if err == nil && len(got) > p.Limit {
+				err = fmt.Errorf("claimed %d tasks with limit %d", len(got), p.Limit)
 			}
-		}()
-	}
-	close(start)
-	for range claimers {
-		<-done
-	}
-	close(errs)
-	for err := range errs {
-		t.Fatalf("ClaimTasks: %v", err)
-	}
+			return got, err
+		}
+	})
 
 	claimedBy := map[uuid.UUID]int{}
 	tokens := map[uuid.UUID]bool{}
@@ -668,4 +645,39 @@ func testReapVersusOutcome(t *testing.T, s store.Store) {
 	if succeeded+reaped != n {
 		t.Fatalf("%d outcomes won and %d tasks were reaped, want %d in total", succeeded, reaped, n)
 	}
+}
+
+// race starts callers goroutines at once; caller g calls the take that next(g) returns
+// until it takes nothing or fails. It returns what each caller took, in order, and fails
+// the test (after all have stopped) if any failed.
+func race[T any](t *testing.T, what string, callers int, next func(g int) func() ([]T, error)) [][]T {
+	t.Helper()
+	start := make(chan struct{})
+	took := make([][]T, callers)
+	errs := make(chan error, callers)
+	var wg sync.WaitGroup
+	for g := range callers {
+		take := next(g)
+		wg.Go(func() {
+			<-start
+			for {
+				got, err := take()
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				took[g] = append(took[g], got...)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return took
 }
