@@ -32,7 +32,7 @@ const drainBacklog = 50_000
 //	go test -run '^$' -bench DrainPostgres -benchtime 3x ./internal/runtime/
 func BenchmarkDrainPostgres(b *testing.B) {
 	b.Run("worker", func(b *testing.B) {
-		pool := benchPool(b)
+		pool := pgtest.NewPoolConns(b, 16)
 		st := postgres.New(pool)
 		defer st.Close()
 		var done atomic.Int64
@@ -74,7 +74,7 @@ func BenchmarkDrainPostgres(b *testing.B) {
 	})
 
 	b.Run("store-loop", func(b *testing.B) {
-		pool := benchPool(b)
+		pool := pgtest.NewPoolConns(b, 16)
 		st := postgres.New(pool)
 		defer st.Close()
 		var elapsed time.Duration
@@ -117,20 +117,6 @@ func BenchmarkDrainPostgres(b *testing.B) {
 		}
 		b.ReportMetric(float64(drainBacklog*b.N)/elapsed.Seconds(), "tasks/s")
 	})
-}
-
-func benchPool(b *testing.B) *pgxpool.Pool {
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.MaxConns = 16
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	return pool
 }
 
 // fillBacklog empties the table and inserts drainBacklog due noop tasks, then vacuums so

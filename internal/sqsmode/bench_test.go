@@ -57,7 +57,7 @@ func BenchmarkSQSModeDrain(b *testing.B) {
 }
 
 func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
-	pool := benchPool(b)
+	pool := pgtest.NewPoolConns(b, 16)
 	pg := postgres.New(pool)
 	b.Cleanup(pg.Close)
 	st := &countingStore{Store: pg}
@@ -151,22 +151,6 @@ func benchClient(b *testing.B, srv *sqstest.Server) *sqs.Client {
 		b.Fatal(err)
 	}
 	return client
-}
-
-// benchPool is a fresh database with room for every worker's claims, heartbeats and
-// outcome writes at once.
-func benchPool(b *testing.B) *pgxpool.Pool {
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.MaxConns = 16
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(pool.Close)
-	return pool
 }
 
 // insertNoops inserts n due noop tasks and vacuums, so the drain starts from a settled

@@ -19,6 +19,7 @@ import (
 	"github.com/rotaqueue/rota/internal/sqsmode"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 	"github.com/rotaqueue/rota/internal/testutil/sqstest"
 )
 
@@ -98,7 +99,7 @@ type benchEnv struct {
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
-	pool := benchPool(b)
+	pool := pgtest.NewPoolConns(b, 16)
 	pg := postgres.New(pool)
 	b.Cleanup(pg.Close)
 	srv := sqstest.Start(b)

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 )
@@ -19,16 +17,7 @@ import (
 // choice; BenchmarkPages1M in internal/dashboard measures it at a million tasks.)
 func TestInsightsNeverScanTasks(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := pgtest.NewPoolConns(t, 1)
 	st := postgres.New(pool)
 	defer st.Close()
 

@@ -19,16 +19,7 @@ import (
 // The proof is the table's own seq_scan counter, read on the store's only connection.
 func TestHotPathNeverScansTasks(t *testing.T) {
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1 // one connection: one prepared-statement cache, one stats backend
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := pgtest.NewPoolConns(t, 1) // one connection: one prepared-statement cache, one stats backend
 	st := postgres.New(pool)
 	defer st.Close()
 

@@ -73,7 +73,22 @@ func NewDatabase(t testing.TB) string {
 // NewPool is NewDatabase plus a pool closed when t ends.
 func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), NewDatabase(t))
+	return NewPoolConns(t, 0)
+}
+
+// NewPoolConns is NewPool with at most maxConns connections (0: pgxpool's default):
+// one, for a test that reads its own backend's statistics; more, for a benchmark whose
+// workers all hit the database at once.
+func NewPoolConns(t testing.TB, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(NewDatabase(t))
+	if err != nil {
+		t.Fatalf("pgtest: pool config: %v", err)
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("pgtest: pool: %v", err)
 	}
