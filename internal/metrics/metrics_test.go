@@ -18,6 +18,7 @@ import (
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/memory"
+	"github.com/rotaqueue/rota/internal/testutil/poll"
 )
 
 // A real worker runs a mix of built-in tasks; every counter must equal what the store
@@ -264,11 +265,5 @@ func hasPair(labels []string, name, value string) bool {
 // waitFor polls cond until it holds, failing the test after a generous deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, what, 15*time.Second, 5*time.Millisecond, cond)
 }

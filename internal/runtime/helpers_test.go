@@ -13,6 +13,7 @@ import (
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/memory"
+	"github.com/rotaqueue/rota/internal/testutil/poll"
 	"github.com/rotaqueue/rota/internal/testutil/testio"
 )
 
@@ -144,13 +145,7 @@ func (h *harness) attempts(id uuid.UUID) []store.Attempt {
 // waitFor polls cond until it holds or waitTimeout passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	poll.Until(t, what, waitTimeout, 2*time.Millisecond, cond)
 }
 
 // recv waits for a value on ch.

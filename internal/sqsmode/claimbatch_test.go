@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/poll"
 )
 
 // fakeClaims stands in for the store's claim: it records each statement's ids, claims
@@ -71,13 +72,7 @@ func taskIDs(tasks []*store.Task) []uuid.UUID {
 // waitFor polls cond until it holds, failing t after a generous bound.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, what, 30*time.Second, time.Millisecond, cond)
 }
 
 func TestClaimsArrivingDuringAStatementShareTheNextOne(t *testing.T) {

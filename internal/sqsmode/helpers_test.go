@@ -17,6 +17,7 @@ import (
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
+	"github.com/rotaqueue/rota/internal/testutil/poll"
 	"github.com/rotaqueue/rota/internal/testutil/sqstest"
 	"github.com/rotaqueue/rota/internal/testutil/testio"
 )
@@ -302,13 +303,7 @@ func (e *sqsEnv) receiveAll(url string) []string {
 // waitFor polls cond until it holds or waitTimeout passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, what, waitTimeout, 20*time.Millisecond, cond)
 }
 
 // testLogger logs warnings and errors into the test's output until the test ends.
