@@ -2,8 +2,14 @@ package sqsmode
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"strconv"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // maxBatch is SQS's limit for one batch call (send, delete, change visibility) and for
@@ -42,4 +48,47 @@ func visibilitySeconds(d time.Duration) int32 {
 // cancellation and adds timeout.
 func callContext(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), timeout)
+}
+
+// sendBatch sends bodies (at most maxBatch) to q in one SendMessageBatch and returns the
+// indexes of the bodies SQS accepted; the error, if any, says why the others were not.
+// When SQS reports the queue missing and creating is on, it creates the queue again and
+// retries once: the messages of an emulator that restarted empty are lost, and the
+// database sends them again, so the queue must exist again for that. ctx bounds the call.
+func sendBatch(ctx context.Context, client *sqs.Client, q *sqsQueue, bodies []string) ([]int, error) {
+	entries := make([]types.SendMessageBatchRequestEntry, len(bodies))
+	for i, body := range bodies {
+		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body)}
+	}
+	for try := 0; ; try++ {
+		url, err := q.url(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		if isQueueMissing(err) && try == 0 {
+			healed, herr := q.heal(ctx, url)
+			if herr != nil {
+				return nil, fmt.Errorf("send to SQS queue %q: %w (and creating it again failed: %w)", q.name, err, herr)
+			}
+			if healed {
+				continue
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("send to SQS queue %q: %w", q.name, err)
+		}
+		accepted := make([]int, 0, len(out.Successful))
+		for _, e := range out.Successful {
+			if i, err := strconv.Atoi(aws.ToString(e.Id)); err == nil && i >= 0 && i < len(bodies) {
+				accepted = append(accepted, i)
+			}
+		}
+		if len(out.Failed) > 0 {
+			f := out.Failed[0]
+			return accepted, fmt.Errorf("send to SQS queue %q: %d of %d messages refused (first: %s %s)",
+				q.name, len(out.Failed), len(bodies), aws.ToString(f.Code), aws.ToString(f.Message))
+		}
+		return accepted, nil
+	}
 }

@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -108,43 +105,24 @@ func (r *dlqRelay) publish(ctx context.Context, letters []store.DeadLetter) ([]i
 	return published, nil
 }
 
-// publishChunk sends up to 10 events in one call, creating the DLQ again if SQS reports
-// it missing and creating is on, and returns the ids SQS accepted.
+// publishChunk sends up to 10 events in one SendMessageBatch (sendBatch) and returns the
+// ids SQS accepted.
 func (r *dlqRelay) publishChunk(ctx context.Context, letters []store.DeadLetter) ([]int64, error) {
-	entries := make([]types.SendMessageBatchRequestEntry, len(letters))
+	bodies := make([]string, len(letters))
 	for i, d := range letters {
 		body, err := json.Marshal(deadTaskEvent(d))
 		if err != nil {
 			return nil, fmt.Errorf("encode event: %w", err)
 		}
-		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(body))}
+		bodies[i] = string(body)
 	}
 	cctx, cancel := callContext(ctx, r.timeout)
 	defer cancel()
-	for try := 0; ; try++ {
-		url, err := r.queue.url(cctx)
-		if err != nil {
-			return nil, err
-		}
-		out, err := r.client.SendMessageBatch(cctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
-		if isQueueMissing(err) && try == 0 {
-			if healed, herr := r.queue.heal(cctx, url); herr == nil && healed {
-				continue
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		ok := make([]int64, 0, len(out.Successful))
-		for _, s := range out.Successful {
-			if i, err := strconv.Atoi(aws.ToString(s.Id)); err == nil && i >= 0 && i < len(letters) {
-				ok = append(ok, letters[i].ID)
-			}
-		}
-		r.metrics.addDLQPublished(len(ok))
-		if len(out.Failed) > 0 {
-			return ok, fmt.Errorf("SQS refused %d of %d dead-task events: %s", len(out.Failed), len(letters), aws.ToString(out.Failed[0].Message))
-		}
-		return ok, nil
+	accepted, err := sendBatch(cctx, r.client, r.queue, bodies)
+	ok := make([]int64, len(accepted))
+	for i, k := range accepted {
+		ok[i] = letters[k].ID
 	}
+	r.metrics.addDLQPublished(len(ok))
+	return ok, err
 }

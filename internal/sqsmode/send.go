@@ -3,14 +3,10 @@ package sqsmode
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 )
@@ -57,46 +53,19 @@ func (s *sender) send(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error)
 	return sent, errors.Join(errs...)
 }
 
-// sendChunk sends up to 10 ids in one SendMessageBatch. When SQS reports the queue
-// missing and creating is on, it creates the queue again and retries once: the messages
-// of an emulator that restarted empty are lost, and the enqueuer's redelivery resends
-// them, so the queue must exist again for that.
+// sendChunk sends up to 10 ids in one SendMessageBatch (sendBatch) and returns the ids
+// SQS accepted.
 func (s *sender) sendChunk(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	entries := make([]types.SendMessageBatchRequestEntry, len(ids))
+	bodies := make([]string, len(ids))
 	for i, id := range ids {
-		entries[i] = types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(id.String())}
+		bodies[i] = id.String()
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	for try := 0; ; try++ {
-		url, err := s.queue.url(cctx)
-		if err != nil {
-			return nil, err
-		}
-		out, err := s.client.SendMessageBatch(cctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
-		if isQueueMissing(err) && try == 0 {
-			healed, herr := s.queue.heal(cctx, url)
-			if herr != nil {
-				return nil, fmt.Errorf("send to SQS queue %q: %w (and creating it again failed: %w)", s.queue.name, err, herr)
-			}
-			if healed {
-				continue
-			}
-		}
-		if err != nil {
-			return nil, fmt.Errorf("send to SQS queue %q: %w", s.queue.name, err)
-		}
-		sent := make([]uuid.UUID, 0, len(out.Successful))
-		for _, e := range out.Successful {
-			if i, err := strconv.Atoi(aws.ToString(e.Id)); err == nil && i >= 0 && i < len(ids) {
-				sent = append(sent, ids[i])
-			}
-		}
-		if len(out.Failed) > 0 {
-			f := out.Failed[0]
-			return sent, fmt.Errorf("send to SQS queue %q: %d of %d entries refused (first: %s %s)",
-				s.queue.name, len(out.Failed), len(ids), aws.ToString(f.Code), aws.ToString(f.Message))
-		}
-		return sent, nil
+	accepted, err := sendBatch(cctx, s.client, s.queue, bodies)
+	sent := make([]uuid.UUID, len(accepted))
+	for i, k := range accepted {
+		sent[i] = ids[k]
 	}
+	return sent, err
 }
