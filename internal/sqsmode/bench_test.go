@@ -81,26 +81,14 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 	var ran atomic.Int64
 	metrics := sqsmode.NewMetrics(nil)
 	runCtx, stop := context.WithCancel(ctx)
-	var stopped []chan error
-	var sources []*sqsmode.Source
+	var fleet benchFleet
 	for range benchWorkers {
 		src, err := sqsmode.NewSource(sqsmode.SourceConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
 			Queues: queues, Metrics: metrics, Logger: logger})
 		if err != nil {
 			b.Fatal(err)
 		}
-		mux := runtime.NewMux()
-		mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { ran.Add(1); return nil })
-		w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, WorkerID: src.WorkerID(),
-			LeaseDuration: src.LeaseDuration(), FetchBatch: sqsmode.MaxReceiveBatch, FetchLoops: setup.fetchLoops,
-			ClaimFrom: store.StatusEnqueued, Source: src, Logger: logger})
-		if err != nil {
-			b.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- w.Run(runCtx) }()
-		stopped = append(stopped, done)
-		sources = append(sources, src)
+		fleet.start(b, runCtx, src, runtime.Config{Store: st, FetchLoops: setup.fetchLoops, Logger: logger}, &ran)
 	}
 	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
 		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, Metrics: metrics, Logger: logger})
@@ -116,14 +104,7 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 	b.StopTimer()
 
 	stop()
-	for _, done := range stopped {
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, src := range sources {
-		src.Close()
-	}
+	fleet.wait(b)
 	if s := metrics.Stats(); s.Received != int64(b.N) || s.DeletedDuplicate+s.DeletedPoison+s.DeletedMisrouted != 0 {
 		b.Errorf("%d messages received for %d tasks (%+v): the drain should see each task's message once", s.Received, b.N, s)
 	}
@@ -196,5 +177,44 @@ func waitDrained(b *testing.B, pool *pgxpool.Pool, metrics *sqsmode.Metrics, ran
 			b.Fatalf("%d of %d tasks succeeded, %d messages deleted", succeeded, n, deleted)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// benchFleet is a benchmark's SQS-mode workers: started one at a time, stopped together.
+type benchFleet struct {
+	done    []chan error
+	sources []*sqsmode.Source
+}
+
+// start runs a worker on src until ctx ends. cfg brings the store and any tuning; start
+// sets what SQS mode needs (src's worker id and lease, its batch, ENQUEUED) and a noop
+// handler that counts its runs in ran.
+func (f *benchFleet) start(b *testing.B, ctx context.Context, src *sqsmode.Source, cfg runtime.Config, ran *atomic.Int64) {
+	b.Helper()
+	mux := runtime.NewMux()
+	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { ran.Add(1); return nil })
+	cfg.Mux, cfg.Source, cfg.ClaimFrom = mux, src, store.StatusEnqueued
+	cfg.WorkerID, cfg.LeaseDuration, cfg.FetchBatch = src.WorkerID(), src.LeaseDuration(), sqsmode.MaxReceiveBatch
+	w, err := runtime.NewWorker(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	f.done = append(f.done, done)
+	f.sources = append(f.sources, src)
+}
+
+// wait waits, once the workers' context ended, for each to return and for its source's
+// last SQS calls.
+func (f *benchFleet) wait(b *testing.B) {
+	b.Helper()
+	for _, done := range f.done {
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, src := range f.sources {
+		src.Close()
 	}
 }

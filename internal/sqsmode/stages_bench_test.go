@@ -195,8 +195,7 @@ func BenchmarkSQSWorkersAlone(b *testing.B) {
 
 	var ran atomic.Int64
 	obs := &fetchCounter{}
-	var stopped []chan error
-	var sources []*sqsmode.Source
+	var fleet benchFleet
 	b.ResetTimer()
 	start := time.Now()
 	for range benchWorkers {
@@ -205,31 +204,13 @@ func BenchmarkSQSWorkersAlone(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		mux := runtime.NewMux()
-		mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { ran.Add(1); return nil })
-		w, err := runtime.NewWorker(runtime.Config{Store: e.store, Mux: mux, WorkerID: src.WorkerID(),
-			LeaseDuration: src.LeaseDuration(), FetchBatch: sqsmode.MaxReceiveBatch,
-			ClaimFrom: store.StatusEnqueued, Source: src, Observer: obs, Logger: e.logger})
-		if err != nil {
-			b.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- w.Run(ctx) }()
-		stopped = append(stopped, done)
-		sources = append(sources, src)
+		fleet.start(b, ctx, src, runtime.Config{Store: e.store, Observer: obs, Logger: e.logger}, &ran)
 	}
 	waitDrained(b, e.pool, e.metrics, &ran, b.N)
 	elapsed := time.Since(start)
 	b.StopTimer()
 	stop()
-	for _, done := range stopped {
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
-	}
-	for _, src := range sources {
-		src.Close()
-	}
+	fleet.wait(b)
 
 	n := float64(b.N)
 	b.ReportMetric(n/elapsed.Seconds(), "tasks/s")
