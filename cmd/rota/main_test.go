@@ -97,6 +97,8 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 		{"worker", "--log-format", "xml"},
 		{"worker", "--concurrency", "-3"},
 		{"worker", "--no-such-flag"},
+		{"dev", "--trusted-proxies", "proxy.internal"},
+		{"serve", "--trusted-proxies", "10.0.0.0/33", "--database-url", "postgres://x"},
 	}
 	for _, args := range cases {
 		_, err := runCLI(t, args...)

@@ -29,6 +29,7 @@ type serverFlags struct {
 	token            *string
 	metricsAuth      *bool
 	scheduleInterval *time.Duration
+	trustedProxies   *string
 }
 
 func registerServerFlags(fs *flag.FlagSet) serverFlags {
@@ -38,6 +39,8 @@ func registerServerFlags(fs *flag.FlagSet) serverFlags {
 		metricsAuth: fs.Bool("metrics-auth", envOr("ROTA_METRICS_AUTH", "") == "true", "require the token for /metrics too (ROTA_METRICS_AUTH=true)"),
 		scheduleInterval: fs.Duration("schedule-interval", envDuration("ROTA_SCHEDULE_INTERVAL", schedule.DefaultInterval),
 			"how often due schedules are claimed (ROTA_SCHEDULE_INTERVAL)"),
+		trustedProxies: fs.String("trusted-proxies", envOr("ROTA_TRUSTED_PROXIES", ""),
+			"comma-separated addresses or CIDR prefixes of reverse proxies in front of the server, whose X-Forwarded-For names the client for wrong-token throttling (ROTA_TRUSTED_PROXIES)"),
 	}
 }
 
@@ -58,7 +61,11 @@ func (f serverFlags) frontEnd(st store.Store, claimFrom store.Status, logger *sl
 	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: st, Logger: logger}))
 	counted := m.CountEnqueued(st)
 	// One count of wrong tokens per client for the API and the dashboard's login.
-	guesses := authlimit.New(0, 0, nil)
+	proxies, err := authlimit.ParsePrefixes(*f.trustedProxies)
+	if err != nil { // check() has reported it already
+		return nil, err
+	}
+	guesses := authlimit.New(authlimit.Config{TrustedProxies: proxies})
 	dash, err := dashboard.New(dashboard.Config{Store: counted, Token: *f.token, AuthLimiter: guesses, Logger: logger})
 	if err != nil {
 		return nil, err
@@ -77,6 +84,9 @@ func (f serverFlags) check() error {
 	}
 	if *f.scheduleInterval <= 0 {
 		return usagef("--schedule-interval must be positive")
+	}
+	if _, err := authlimit.ParsePrefixes(*f.trustedProxies); err != nil {
+		return usagef("--trusted-proxies (ROTA_TRUSTED_PROXIES): %v", err)
 	}
 	return nil
 }

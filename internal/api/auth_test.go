@@ -35,7 +35,7 @@ func TestTokenProtectsEveryAPIRoute(t *testing.T) {
 	const token = "s3cret-token"
 	// Hundreds of wrong tokens from one address: a limiter that never runs out, here
 	// (TestWrongTokensAreThrottled covers it).
-	c := newClient(t, Config{Store: memoryStore(t), Token: token, AuthLimiter: authlimit.New(1<<30, time.Nanosecond, nil)})
+	c := newClient(t, Config{Store: memoryStore(t), Token: token, AuthLimiter: authlimit.New(authlimit.Config{Burst: 1 << 30, Every: time.Nanosecond})})
 	routes := c.srv.Routes()
 	if len(routes) < 18 {
 		t.Fatalf("only %d routes", len(routes))
@@ -222,7 +222,7 @@ func TestWrongTokensAreThrottled(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	c := newClient(t, Config{Store: memoryStore(t), Token: "right", AuthLimiter: authlimit.New(3, 10*time.Second, clock)})
+	c := newClient(t, Config{Store: memoryStore(t), Token: "right", AuthLimiter: authlimit.New(authlimit.Config{Burst: 3, Every: 10 * time.Second, Now: clock})})
 	withAuth := func(auth string) response {
 		req, _ := http.NewRequest("GET", c.url+"/api/stats", nil)
 		if auth != "" {
@@ -245,4 +245,27 @@ func TestWrongTokensAreThrottled(t *testing.T) {
 	now = now.Add(10 * time.Second)
 	mu.Unlock()
 	withAuth("Bearer right").want(t, http.StatusOK, nil)
+}
+
+// TestWrongTokensBehindATrustedProxy: behind a proxy listed in TrustedProxies, a guesser
+// is told apart from the other clients by the X-Forwarded-For the proxy appends, so it
+// blocks only itself.
+func TestWrongTokensBehindATrustedProxy(t *testing.T) {
+	proxies, err := authlimit.ParsePrefixes("127.0.0.1, ::1") // the test server's clients
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, Config{Store: memoryStore(t), Token: "right",
+		AuthLimiter: authlimit.New(authlimit.Config{Burst: 2, Every: time.Hour, TrustedProxies: proxies})})
+	via := func(client, auth string) response {
+		req, _ := http.NewRequest("GET", c.url+"/api/stats", nil)
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("X-Forwarded-For", client)
+		return c.send(req)
+	}
+	for range 2 {
+		via("203.0.113.5", "Bearer wrong").wantError(t, http.StatusUnauthorized, codeUnauthorized)
+	}
+	via("203.0.113.5", "Bearer right").wantError(t, http.StatusTooManyRequests, codeTooManyRequests)
+	via("203.0.113.6", "Bearer right").want(t, http.StatusOK, nil)
 }

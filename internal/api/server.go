@@ -118,7 +118,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.AuthLimiter == nil {
-		cfg.AuthLimiter = authlimit.New(0, 0, nil)
+		cfg.AuthLimiter = authlimit.New(authlimit.Config{})
 	}
 	if cfg.BackoffBase == 0 {
 		cfg.BackoffBase = runtime.DefaultBackoffBase
@@ -288,14 +288,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.needsToken(r) {
 		// A client that keeps presenting wrong tokens is refused before its token is
 		// compared (authlimit): guessing the token takes forever.
-		if blocked, retry := s.cfg.AuthLimiter.Blocked(r.RemoteAddr); blocked {
+		if blocked, retry := s.cfg.AuthLimiter.Blocked(r); blocked {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
 			writeError(w, http.StatusTooManyRequests, codeTooManyRequests, "too many wrong tokens from this address; try again later")
 			return
 		}
 		if !s.authorized(r) {
 			if r.Header.Get("Authorization") != "" {
-				s.cfg.AuthLimiter.Failed(r.RemoteAddr)
+				s.cfg.AuthLimiter.Failed(r)
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)
 			writeError(w, http.StatusUnauthorized, codeUnauthorized, "missing or wrong bearer token")

@@ -163,7 +163,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	if blocked, retry := d.cfg.AuthLimiter.Blocked(r.RemoteAddr); blocked {
+	if blocked, retry := d.cfg.AuthLimiter.Blocked(r); blocked {
 		// Refused before the token is compared: guessing it takes forever (authlimit).
 		secs := int(math.Ceil(retry.Seconds()))
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -175,7 +175,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !d.keys.tokenMatches(strings.TrimSpace(r.PostForm.Get("token"))) {
-		d.cfg.AuthLimiter.Failed(r.RemoteAddr)
+		d.cfg.AuthLimiter.Failed(r)
 		d.render(w, r, http.StatusUnauthorized, "login", pageData{
 			Title: "Log in",
 			Flash: &flash{Kind: flashError, Message: "Wrong token. Use the server's API token (ROTA_API_TOKEN)."},

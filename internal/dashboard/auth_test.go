@@ -269,7 +269,7 @@ func TestLoginThrottlesWrongTokens(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	d := newDashboard(t, Config{Store: memoryStore(t), Token: testToken, Now: clock,
-		AuthLimiter: authlimit.New(2, time.Minute, clock)})
+		AuthLimiter: authlimit.New(authlimit.Config{Burst: 2, Every: time.Minute, Now: clock})})
 	b := newBrowser(t, d)
 	for range 2 {
 		b.post("/login", url.Values{"token": {"wrong"}, "next": {"/"}}).want(t, http.StatusUnauthorized)

@@ -64,7 +64,7 @@ func (cfg Config) withDefaults() Config {
 		cfg.Now = time.Now
 	}
 	if cfg.AuthLimiter == nil {
-		cfg.AuthLimiter = authlimit.New(0, 0, cfg.Now)
+		cfg.AuthLimiter = authlimit.New(authlimit.Config{Now: cfg.Now})
 	}
 	return cfg
 }
