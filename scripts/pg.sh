@@ -4,10 +4,30 @@
 # call finds the running cluster through its pid file and prints the same URL.
 #
 #   eval "$(scripts/pg.sh env)"   # exports ROTA_TEST_DATABASE_URL
-#   scripts/pg.sh stop
+#   scripts/pg.sh start|url|env|stop|restart
+#
+# The test cluster trades durability for speed (fsync=off, synchronous_commit=off,
+# full_page_writes=off, max_connections=300). With ROTA_PG_PROFILE=stock (what
+# scripts/pg-stock.sh sets) the cluster is exactly as initdb configures it instead, for
+# benchmarks.
 set -euo pipefail
 
 PGDATA_DIR=${ROTA_PG_DIR:-/tmp/rota-pg}
+PROFILE=${ROTA_PG_PROFILE:-test}
+case "$PROFILE" in
+  test)
+    # Durability traded for speed; plenty of connections for the concurrency tests.
+    INITDB_OPTS=(--no-sync)
+    SERVER_OPTS="-c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    ;;
+  stock)
+    # initdb syncs its files and every setting but where to listen is initdb's default:
+    # this cluster is meant to behave like a real one.
+    INITDB_OPTS=()
+    SERVER_OPTS=""
+    ;;
+  *) echo "pg.sh: ROTA_PG_PROFILE must be test or stock, got $PROFILE" >&2; exit 2 ;;
+esac
 pg_bin() {
   local d
   for d in /usr/lib/postgresql/*/bin; do
@@ -46,31 +66,31 @@ start() {
   ensure_installed
   local bin; bin=$(pg_bin)
   mkdir -p "$PGDATA_DIR"
-  [ "$(id -u)" = 0 ] && chown postgres: "$PGDATA_DIR"
+  if [ "$(id -u)" = 0 ]; then chown postgres: "$PGDATA_DIR"; fi
   if [ -f "$PGDATA_DIR/port" ] && as_pg "$bin/pg_ctl" -D "$PGDATA_DIR/data" status >/dev/null 2>&1; then
     url; return 0
   fi
   if [ ! -f "$PGDATA_DIR/data/PG_VERSION" ]; then
-    as_pg "$bin/initdb" -D "$PGDATA_DIR/data" -U postgres --auth=trust --no-sync -E UTF8 >/dev/null
+    as_pg "$bin/initdb" -D "$PGDATA_DIR/data" -U postgres --auth=trust "${INITDB_OPTS[@]}" -E UTF8 >/dev/null
   fi
   local port; port=$(free_port)
   echo "$port" > "$PGDATA_DIR/port"
-  # Test cluster: durability is traded for speed (fsync off), plenty of connections for
-  # the concurrency tests.
   as_pg "$bin/pg_ctl" -D "$PGDATA_DIR/data" -l "$PGDATA_DIR/log" -w -t 60 start \
-    -o "-c listen_addresses=127.0.0.1 -p $port -k $PGDATA_DIR -c max_connections=300 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" >/dev/null
+    -o "-c listen_addresses=127.0.0.1 -p $port -k $PGDATA_DIR $SERVER_OPTS" >/dev/null
   url
 }
 
 stop() {
   local bin; bin=$(pg_bin) || return 0
-  [ -d "$PGDATA_DIR/data" ] && as_pg "$bin/pg_ctl" -D "$PGDATA_DIR/data" -m fast stop >/dev/null 2>&1 || true
+  if [ -d "$PGDATA_DIR/data" ]; then
+    as_pg "$bin/pg_ctl" -D "$PGDATA_DIR/data" -m fast stop >/dev/null 2>&1 || true
+  fi
 }
 
 case "${1:-start}" in
-  start) start ;;
+  start|url) start ;;
   env) echo "export ROTA_TEST_DATABASE_URL='$(start)'" ;;
   stop) stop ;;
   restart) stop; start ;;
-  *) echo "usage: $0 start|env|stop|restart" >&2; exit 2 ;;
+  *) echo "usage: $0 start|url|env|stop|restart" >&2; exit 2 ;;
 esac
