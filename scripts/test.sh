@@ -17,6 +17,13 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   apt-get update -qq >&2
   apt-get install -y -qq nodejs npm >&2
 fi
+# fauxqs 1.9.2 needs Node.js 20 (the machines have it; Debian 12's own nodejs is 18): say
+# so plainly rather than fail later inside the emulator.
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  echo "test.sh: fauxqs needs Node.js 20 or newer, found $(node --version)" >&2
+  exit 1
+fi
 fauxqs=tools/fauxqs
 if [ ! -d "$fauxqs/node_modules" ] || [ "$fauxqs/package-lock.json" -nt "$fauxqs/node_modules" ]; then
   echo "test.sh: npm ci in $fauxqs" >&2
