@@ -31,9 +31,11 @@ func (s *Store) ReplayTasks(ctx context.Context, p store.ReplayParams) ([]*store
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.clock()
-	var out []*store.Task
+	// As the postgres adapter does: the first Limit candidates, then of those sharing an
+	// idempotency key only the oldest (the younger would break the key's uniqueness).
+	var candidates []*entry
 	for _, id := range s.ids {
-		if len(out) == p.Limit {
+		if len(candidates) == p.Limit {
 			break
 		}
 		e := s.tasks[id]
@@ -45,6 +47,14 @@ func (s *Store) ReplayTasks(ctx context.Context, p store.ReplayParams) ([]*store
 		}
 		if holder := s.idempotency[t.IdempotencyKey]; t.IdempotencyKey != "" && holder != nil && holder != e {
 			continue // a live task holds the key
+		}
+		candidates = append(candidates, e)
+	}
+	var out []*store.Task
+	for _, e := range candidates {
+		t := &e.task
+		if holder := s.idempotency[t.IdempotencyKey]; t.IdempotencyKey != "" && holder != nil && holder != e {
+			continue // an older candidate, replayed just now, holds the key
 		}
 		s.replay(e, now)
 		out = append(out, cloneTask(t))

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ var bulkReplayTests = []testCase{
 	{"FiltersAndLimit", testReplayTasksFilters},
 	{"ByIDsOnlyDeadOrFailed", testReplayTasksByIDs},
 	{"SkipsHeldIdempotencyKey", testReplayTasksSkipsHeldKey},
+	{"ReplaysOneOfTasksSharingAKey", testReplayTasksSharingAKey},
 	{"InvalidParams", testReplayTasksInvalid},
 }
 
@@ -128,6 +130,33 @@ func testReplayTasksSkipsHeldKey(t *testing.T, s store.Store) {
 	}
 	if st := get(t, s, old.ID).Status; st != store.StatusDead {
 		t.Fatalf("the task whose key is held became %s", st)
+	}
+}
+
+// testReplayTasksSharingAKey: a DEAD task frees its idempotency key, a new task takes it
+// and dies too. A bulk replay must replay only the older of the two (replaying both would
+// break the key's uniqueness and fail the whole replay), and still replay everything else.
+func testReplayTasksSharingAKey(t *testing.T, s store.Store) {
+	older := driveTo(t, s, store.CreateParams{Kind: "k", IdempotencyKey: "key-2"}, store.StatusDead)
+	younger := driveTo(t, s, store.CreateParams{Kind: "k", IdempotencyKey: "key-2"}, store.StatusFailed)
+	other := driveTo(t, s, store.CreateParams{Kind: "k"}, store.StatusDead)
+	if younger.ID == older.ID {
+		t.Fatal("a DEAD task's key was not released")
+	}
+	got, err := s.ReplayTasks(ctx(t), store.ReplayParams{Limit: 10})
+	if err != nil {
+		t.Fatalf("ReplayTasks: %v", err)
+	}
+	if want := []uuid.UUID{older.ID, other.ID}; !slices.Equal(ids(got), want) {
+		t.Fatalf("ReplayTasks replayed %v, want %v (the older of the two sharing a key, and the other)", ids(got), want)
+	}
+	if st := get(t, s, younger.ID).Status; st != store.StatusFailed {
+		t.Fatalf("the younger task sharing the key became %s", st)
+	}
+	// Asked for by id, the younger is still skipped: the older holds the key now.
+	got, err = s.ReplayTasks(ctx(t), store.ReplayParams{TaskIDs: []uuid.UUID{younger.ID}, Limit: 10})
+	if err != nil || len(got) != 0 {
+		t.Fatalf("ReplayTasks(younger) = %v, %v; want nothing replayed", ids(got), err)
 	}
 }
 

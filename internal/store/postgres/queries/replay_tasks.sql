@@ -1,9 +1,11 @@
 -- ReplayTasks: bulk DEAD/FAILED -> PENDING, oldest first, as replay_task.sql does for one.
 -- $1 task ids (NULL = any), $2 queue, $3 kind, $4 reason ('' = any), $5 limit.
 -- Tasks whose idempotency key a live task now holds are skipped: replaying them would
--- break the key's uniqueness.
-WITH picked AS (
-    SELECT t.id
+-- break the key's uniqueness. So are the younger of two candidates sharing a key (a key
+-- freed by a DEAD task may be taken again, and that task may die too): only the oldest
+-- is replayed, and the younger then meets it as the live holder.
+WITH candidates AS (
+    SELECT t.id, t.idempotency_key
     FROM rota.tasks t
     WHERE t.status IN ('DEAD', 'FAILED')
       AND ($1::uuid[] IS NULL OR t.id = ANY ($1::uuid[]))
@@ -18,6 +20,13 @@ WITH picked AS (
     ORDER BY t.id
     LIMIT $5
     FOR UPDATE SKIP LOCKED
+),
+picked AS (
+    SELECT c.id
+    FROM candidates c
+    WHERE c.idempotency_key IS NULL OR NOT EXISTS (
+        SELECT 1 FROM candidates older
+        WHERE older.idempotency_key = c.idempotency_key AND older.id < c.id)
 )
 UPDATE rota.tasks t
 SET status = 'PENDING',
