@@ -82,8 +82,9 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 			started := now
 			t.ProcessingStartedAt = &started
 			t.CancelRequestedAt = nil
-			if p.TaskIDs != nil && p.From == store.StatusEnqueued && t.EnqueuedAt == nil {
-				// As claim_tasks_by_id.sql: claimed through SQS, an SQS-mode task.
+			if p.From == store.StatusEnqueued && t.EnqueuedAt == nil {
+				// As claim_tasks.sql and claim_tasks_by_id.sql: claimed from ENQUEUED, an
+				// SQS-mode task.
 				sentAt := now
 				t.EnqueuedAt = &sentAt
 			}

@@ -16,6 +16,7 @@ var outboxTests = []testCase{
 	{"EveryPathThatEndsAnSQSTask", testOutboxEveryPath},
 	{"PollModeDeadLettersNeverHanded", testOutboxPollMode},
 	{"ClaimByIDOfAnUnsentRetryCountsAsSQS", testOutboxClaimByIDUnsent},
+	{"ClaimFromENQUEUEDOfAnUnsentRetryCountsAsSQS", testOutboxClaimFromEnqueuedUnsent},
 	{"QueuesLimitAndOrder", testOutboxQueuesLimitOrder},
 	{"PartialPublishMarksOnlyReported", testOutboxPartial},
 	{"HeldRowsSkippedByOtherCallers", testOutboxConcurrent},
@@ -132,6 +133,26 @@ func testOutboxClaimByIDUnsent(t *testing.T, s store.Store) {
 	nearNowPtr(t, "EnqueuedAt after a claim by id", second.EnqueuedAt)
 	dead := recordOK(t, s, outcome(second, store.Retry, "boom"), store.StatusDead)
 	wantEvents(t, "dead after a claim from a duplicate", publishAll(t, s, "dup"), dead)
+}
+
+// testOutboxClaimFromEnqueuedUnsent: the same retry claimed by queue from ENQUEUED (the
+// HTTP worker protocol of a server in SQS mode claims so), not by id, then dead: still
+// an SQS-mode task, whose dead letter awaits the DLQ.
+func testOutboxClaimFromEnqueuedUnsent(t *testing.T, s store.Store) {
+	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "http", Kind: "k", MaxAttempts: 2}))
+	first := claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
+	retry := outcome(first, store.Retry, "again")
+	retry.RetryStatus = store.StatusEnqueued
+	isNil(t, "EnqueuedAt of a retry", recordOK(t, s, retry, store.StatusEnqueued).EnqueuedAt)
+	p := claimParams("http", 10)
+	p.From = store.StatusEnqueued
+	got := claim(t, s, p)
+	if len(got) != 1 || got[0].ID != task.ID {
+		t.Fatalf("ClaimTasks(From=ENQUEUED): got %s, want the retry", ids(got))
+	}
+	nearNowPtr(t, "EnqueuedAt after a claim from ENQUEUED", got[0].EnqueuedAt)
+	dead := recordOK(t, s, outcome(got[0], store.Retry, "boom"), store.StatusDead)
+	wantEvents(t, "dead after a claim from ENQUEUED", publishAll(t, s, "http"), dead)
 }
 
 func testOutboxQueuesLimitOrder(t *testing.T, s store.Store) {

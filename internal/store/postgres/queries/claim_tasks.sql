@@ -28,6 +28,10 @@ WITH due AS (
         lease_expires_at = now() + $4::interval,
         attempt_count = t.attempt_count + 1,
         processing_started_at = now(),
+        -- A task claimed from ENQUEUED is an SQS-mode task even when its retry was not
+        -- sent yet (the HTTP worker protocol of a server in SQS mode claims so): its dead
+        -- letter must reach the DLQ (migration 0008), as claim_tasks_by_id.sql does.
+        enqueued_at = CASE WHEN {{status}} = 'ENQUEUED' THEN coalesce(t.enqueued_at, now()) ELSE t.enqueued_at END,
         updated_at = now()
     WHERE t.ctid = ANY (ARRAY(SELECT row FROM due))
     RETURNING t.id, t.queue, t.kind, t.payload, t.status, t.priority, t.scheduled_for,
