@@ -95,6 +95,14 @@ func newQueues(client *sqs.Client, cfg QueueConfig, rotaQueues []string) (*Queue
 		errs = append(errs, fmt.Errorf("dead-letter queue: %w", err))
 	}
 	qs.dlq = dlq
+	if dlq != nil {
+		for _, rq := range qs.RotaQueues() {
+			if qs.byRota[rq].name == dlq.name {
+				errs = append(errs, fmt.Errorf("Rota queue %q maps to SQS queue %q, the dead-letter queue: "+
+					"its workers would delete dead-letter events as poison; rename the queue or set ROTA_SQS_DLQ", rq, dlq.name))
+			}
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("sqs queues: %w", err)
 	}

@@ -68,6 +68,12 @@ func TestBadQueueNamesAreRefusedAtStart(t *testing.T) {
 		{QueueConfig{Queue: "https://sqs.example.com/"}, []string{"default"}, "is not a queue URL"},
 		{QueueConfig{}, []string{"bad queue"}, "queue"},
 		{QueueConfig{}, nil, "at least one Rota queue"},
+		// A Rota queue whose SQS queue is the DLQ: its workers would take dead-letter
+		// events for poison and delete them.
+		{QueueConfig{}, []string{"default", "dlq"}, `Rota queue "dlq" maps to SQS queue "rota-dlq", the dead-letter queue`},
+		{QueueConfig{Queue: "jobs", DLQ: "jobs-dead"}, []string{"dead"}, "the dead-letter queue"},
+		{QueueConfig{DLQ: "rota"}, []string{"default"}, `Rota queue "default" maps to SQS queue "rota", the dead-letter queue`},
+		{QueueConfig{Queue: "https://sqs.example.com/1/jobs", DLQ: "https://sqs.example.com/1/jobs-x"}, []string{"x"}, "the dead-letter queue"},
 	}
 	for _, tc := range cases {
 		_, err := NewQueues(offline, tc.cfg, tc.queues)
