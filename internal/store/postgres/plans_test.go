@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -72,6 +73,67 @@ func seqScans(t *testing.T, pool *pgxpool.Pool) int64 {
 	var n int64
 	if err := pool.QueryRow(context.Background(),
 		`SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'rota' AND relname = 'tasks'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestClaimStopsAtTasksNotYetDue: tasks waiting for a later scheduled_for (delayed tasks,
+// retries in backoff) sit in the claim index among the due ones. A claim must step over
+// them level by level, not walk every one of them (the index scan) or the whole table (the
+// sequential scan the planner chose when statistics said few tasks are due), whatever the
+// statistics say. The proofs are the table's seq_scan counter and the claim index's block
+// reads, on the store's only connection.
+func TestClaimStopsAtTasksNotYetDue(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	// 20,000 tasks due tomorrow at each of three priorities; statistics that know it.
+	exec(t, pool, `INSERT INTO rota.tasks (id, queue, kind, payload, status, priority, scheduled_for, max_attempts)
+		SELECT gen_random_uuid(), 'default', 'noop', '{}', 'PENDING', p, now() + interval '1 day', 3
+		FROM generate_series(1, 20000), unnest(ARRAY[-3, 0, 7]) AS p`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	var due []store.CreateParams
+	for _, p := range []int{0, 7, -3, 0, 2} {
+		due = append(due, store.CreateParams{Kind: "noop", Priority: p})
+	}
+	mustCreate(t, st, due...)
+
+	claim := store.ClaimParams{Queue: "default", From: store.StatusPending, WorkerID: "w", Limit: 50, LeaseDuration: time.Minute}
+	seqBefore, blocksBefore := seqScans(t, pool), claimIndexBlocks(t, pool)
+	tasks, err := st.ClaimTasks(ctx, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var priorities []int
+	for _, task := range tasks {
+		priorities = append(priorities, task.Priority)
+	}
+	if fmt.Sprint(priorities) != "[7 2 0 0 -3]" {
+		t.Fatalf("claimed priorities %v, want the five due tasks, highest first: [7 2 0 0 -3]", priorities)
+	}
+	if n := seqScans(t, pool) - seqBefore; n != 0 {
+		t.Fatalf("the claim scanned rota.tasks sequentially %d times", n)
+	}
+	// Walking the 60,000 waiting entries reads hundreds of index blocks; stepping over
+	// them a few per level.
+	if n := claimIndexBlocks(t, pool) - blocksBefore; n > 40 {
+		t.Fatalf("the claim read %d blocks of the claim index: it walked the tasks not yet due", n)
+	}
+}
+
+// claimIndexBlocks returns how many blocks of tasks_claim_pending have been read (from
+// shared buffers or not), after flushing this backend's pending statistics.
+func claimIndexBlocks(t *testing.T, pool *pgxpool.Pool) int64 {
+	t.Helper()
+	exec(t, pool, `SELECT pg_stat_force_next_flush()`)
+	exec(t, pool, `SELECT 1`)
+	var n int64
+	if err := pool.QueryRow(context.Background(), `SELECT idx_blks_hit + idx_blks_read FROM pg_statio_user_indexes
+		WHERE schemaname = 'rota' AND indexrelname = 'tasks_claim_pending'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

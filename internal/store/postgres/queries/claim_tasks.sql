@@ -6,20 +6,44 @@
 -- a literal (not a parameter) is what lets the planner walk the partial index
 -- tasks_claim_pending / tasks_claim_enqueued in claim order.
 --
+-- Due tasks are found one priority level at a time: levels walks the distinct priorities
+-- of the queue's claimable tasks, highest first, one index probe each (a loose index
+-- scan; it starts above every priority, a smallint, so the first probe is planned once
+-- with the others), and for each level an index range scan (queue, priority,
+-- scheduled_for <= now()) returns the due tasks oldest first and stops at the first one
+-- not yet due. Scanned
+-- with only queue fixed, the index would be walked through every task not yet due
+-- (delayed tasks, retries in backoff) on every claim, and with statistics saying few are
+-- due the planner even preferred a sequential scan of the whole table. Levels are
+-- produced lazily, so a claim filled by the top level never looks at the others.
+--
 -- The update finds the locked rows by ctid, which stays valid while the lock is held, as
 -- one array: a TID scan whatever the planner thinks of the table's size or of how many
 -- rows $2 lets through (joined to the CTE instead, a generic plan, which guesses a tenth
 -- of the table, hash-joins against a full scan of it).
-WITH due AS (
-    SELECT ctid AS row
-    FROM rota.tasks
-    WHERE status = {{status}}
-      AND queue = $1
-      AND scheduled_for <= now()
-      AND attempt_count < max_attempts
-    ORDER BY priority DESC, scheduled_for, id
+WITH RECURSIVE levels(priority) AS (
+    SELECT 32767::smallint -- above every priority (a smallint): where the walk starts
+  UNION ALL
+    SELECT (SELECT max(t.priority) FROM rota.tasks t
+            WHERE t.status = {{status}} AND t.queue = $1 AND t.priority < levels.priority)
+    FROM levels
+    WHERE levels.priority IS NOT NULL
+), due AS (
+    SELECT level.row
+    FROM levels
+    CROSS JOIN LATERAL (
+        SELECT ctid AS row
+        FROM rota.tasks
+        WHERE status = {{status}}
+          AND queue = $1
+          AND priority = levels.priority
+          AND scheduled_for <= now()
+          AND attempt_count < max_attempts
+        ORDER BY scheduled_for, id
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ) level
     LIMIT $2
-    FOR UPDATE SKIP LOCKED
 ), claimed AS (
     UPDATE rota.tasks t
     SET status = 'PROCESSING',
