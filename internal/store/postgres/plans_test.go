@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -78,62 +79,93 @@ func seqScans(t *testing.T, pool *pgxpool.Pool) int64 {
 	return n
 }
 
-// TestClaimStopsAtTasksNotYetDue: tasks waiting for a later scheduled_for (delayed tasks,
-// retries in backoff) sit in the claim index among the due ones. A claim must step over
-// them level by level, not walk every one of them (the index scan) or the whole table (the
-// sequential scan the planner chose when statistics said few tasks are due), whatever the
-// statistics say. The proofs are the table's seq_scan counter and the claim index's block
-// reads, on the store's only connection.
-func TestClaimStopsAtTasksNotYetDue(t *testing.T) {
+// TestDueTasksAreFoundWithoutWalkingTheRest: tasks waiting for a later scheduled_for
+// (delayed tasks, retries in backoff) sit in the claim and enqueue indexes among the due
+// ones. The poll-mode claim and the SQS enqueuer must step over them level by level, not
+// walk every one of them (an index scan with only the queue fixed) or the whole table
+// (the sequential scan the planner chose when statistics said few tasks are due),
+// whatever the statistics say. The proofs are the table's seq_scan counter and the
+// indexes' block reads, on the store's only connection.
+func TestDueTasksAreFoundWithoutWalkingTheRest(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPoolConns(t, 1)
-	st := postgres.New(pool)
-	defer st.Close()
+	for _, tc := range []struct {
+		name string
+		// find returns the priorities of the due tasks it found, in its order.
+		find func(t *testing.T, st *postgres.Store, pool *pgxpool.Pool) []int
+	}{
+		{"claim", func(t *testing.T, st *postgres.Store, _ *pgxpool.Pool) []int {
+			tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "default", From: store.StatusPending,
+				WorkerID: "w", Limit: 50, LeaseDuration: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var priorities []int
+			for _, task := range tasks {
+				priorities = append(priorities, task.Priority)
+			}
+			return priorities
+		}},
+		{"enqueue", func(t *testing.T, st *postgres.Store, pool *pgxpool.Pool) []int {
+			var priorities []int
+			_, err := st.EnqueueDue(ctx, store.EnqueueParams{Queue: "default", Limit: 50, RedeliverAfter: time.Hour},
+				func(_ context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+					for _, id := range ids {
+						var p int
+						if err := pool.QueryRow(ctx, `SELECT priority FROM rota.tasks WHERE id = $1`, id).Scan(&p); err != nil {
+							return nil, err
+						}
+						priorities = append(priorities, p)
+					}
+					return ids, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return priorities
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := pgtest.NewPoolConns(t, 2) // the store's, and one for the enqueuer's look-ups
+			st := postgres.New(pool)
+			defer st.Close()
+			exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+			// 20,000 tasks due tomorrow at each of three priorities, PENDING (delayed) and
+			// ENQUEUED but unsent (SQS-mode retries in backoff); statistics that know it.
+			exec(t, pool, `INSERT INTO rota.tasks (id, queue, kind, payload, status, priority, scheduled_for, max_attempts)
+				SELECT gen_random_uuid(), 'default', 'noop', '{}', s, p, now() + interval '1 day', 3
+				FROM generate_series(1, 20000), unnest(ARRAY[-3, 0, 7]) AS p, unnest(ARRAY['PENDING', 'ENQUEUED']) AS s`)
+			exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+			var due []store.CreateParams
+			for _, p := range []int{0, 7, -3, 0, 2} {
+				due = append(due, store.CreateParams{Kind: "noop", Priority: p})
+			}
+			mustCreate(t, st, due...)
 
-	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
-	// 20,000 tasks due tomorrow at each of three priorities; statistics that know it.
-	exec(t, pool, `INSERT INTO rota.tasks (id, queue, kind, payload, status, priority, scheduled_for, max_attempts)
-		SELECT gen_random_uuid(), 'default', 'noop', '{}', 'PENDING', p, now() + interval '1 day', 3
-		FROM generate_series(1, 20000), unnest(ARRAY[-3, 0, 7]) AS p`)
-	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
-	var due []store.CreateParams
-	for _, p := range []int{0, 7, -3, 0, 2} {
-		due = append(due, store.CreateParams{Kind: "noop", Priority: p})
-	}
-	mustCreate(t, st, due...)
-
-	claim := store.ClaimParams{Queue: "default", From: store.StatusPending, WorkerID: "w", Limit: 50, LeaseDuration: time.Minute}
-	seqBefore, blocksBefore := seqScans(t, pool), claimIndexBlocks(t, pool)
-	tasks, err := st.ClaimTasks(ctx, claim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var priorities []int
-	for _, task := range tasks {
-		priorities = append(priorities, task.Priority)
-	}
-	if fmt.Sprint(priorities) != "[7 2 0 0 -3]" {
-		t.Fatalf("claimed priorities %v, want the five due tasks, highest first: [7 2 0 0 -3]", priorities)
-	}
-	if n := seqScans(t, pool) - seqBefore; n != 0 {
-		t.Fatalf("the claim scanned rota.tasks sequentially %d times", n)
-	}
-	// Walking the 60,000 waiting entries reads hundreds of index blocks; stepping over
-	// them a few per level.
-	if n := claimIndexBlocks(t, pool) - blocksBefore; n > 40 {
-		t.Fatalf("the claim read %d blocks of the claim index: it walked the tasks not yet due", n)
+			seqBefore, blocksBefore := seqScans(t, pool), dueIndexBlocks(t, pool)
+			if got := tc.find(t, st, pool); fmt.Sprint(got) != "[7 2 0 0 -3]" {
+				t.Fatalf("found priorities %v, want the five due tasks, highest first: [7 2 0 0 -3]", got)
+			}
+			if n := seqScans(t, pool) - seqBefore; n != 0 {
+				t.Fatalf("rota.tasks was scanned sequentially %d times", n)
+			}
+			// Walking the 60,000 waiting entries of an index reads hundreds of blocks;
+			// stepping over them a few per level.
+			if n := dueIndexBlocks(t, pool) - blocksBefore; n > 60 {
+				t.Fatalf("%d blocks of the claim and enqueue indexes were read: the tasks not yet due were walked", n)
+			}
+		})
 	}
 }
 
-// claimIndexBlocks returns how many blocks of tasks_claim_pending have been read (from
-// shared buffers or not), after flushing this backend's pending statistics.
-func claimIndexBlocks(t *testing.T, pool *pgxpool.Pool) int64 {
+// dueIndexBlocks returns how many blocks of the indexes that find due tasks have been read
+// (from shared buffers or not), after flushing this backend's pending statistics.
+func dueIndexBlocks(t *testing.T, pool *pgxpool.Pool) int64 {
 	t.Helper()
 	exec(t, pool, `SELECT pg_stat_force_next_flush()`)
 	exec(t, pool, `SELECT 1`)
 	var n int64
-	if err := pool.QueryRow(context.Background(), `SELECT idx_blks_hit + idx_blks_read FROM pg_statio_user_indexes
-		WHERE schemaname = 'rota' AND indexrelname = 'tasks_claim_pending'`).Scan(&n); err != nil {
+	if err := pool.QueryRow(context.Background(), `SELECT sum(idx_blks_hit + idx_blks_read) FROM pg_statio_user_indexes
+		WHERE schemaname = 'rota' AND indexrelname IN ('tasks_claim_pending', 'tasks_enqueue_unsent')`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n

@@ -11,32 +11,61 @@
 --            enqueued_at = NULL (tasks_enqueue_unsent);
 --   lost:    ENQUEUED tasks sent more than $3 ago, oldest send first (tasks_enqueue_sent).
 --
--- FOR UPDATE is not allowed inside a UNION, so each kind is its own CTE with the claim's
--- proven shape (ordered index scan, LockRows, LIMIT): it locks rows only as it returns
--- them and steps over rows other enqueuers hold (SKIP LOCKED). The price: when more
+-- pending and unsent step through priority levels and stop at the first task not yet
+-- due, as claim_tasks.sql does and for its reasons: retries in backoff and delayed tasks
+-- wait in those indexes too. FOR UPDATE is not allowed inside a UNION, so each kind is
+-- its own CTE with the claim's proven shape (ordered index scans, LockRows, LIMIT): it
+-- locks rows only as it returns them and steps over rows other enqueuers hold (SKIP
+-- LOCKED). The price: when more
 -- than $2 tasks need a message, up to $2 locked rows of the other kinds are not returned;
 -- they are released at commit and stay eligible.
-WITH pending AS (
-    SELECT id, priority, scheduled_for
-    FROM rota.tasks
-    WHERE status = 'PENDING'
-      AND queue = $1
-      AND scheduled_for <= now()
-      AND attempt_count < max_attempts
-    ORDER BY priority DESC, scheduled_for, id
+WITH RECURSIVE pending_levels(priority) AS (
+    SELECT 32767::smallint -- above every priority: where the walk starts (claim_tasks.sql)
+  UNION ALL
+    SELECT (SELECT max(t.priority) FROM rota.tasks t
+            WHERE t.status = 'PENDING' AND t.queue = $1 AND t.priority < l.priority)
+    FROM pending_levels l
+    WHERE l.priority IS NOT NULL
+), pending AS (
+    SELECT level.*
+    FROM pending_levels l
+    CROSS JOIN LATERAL (
+        SELECT id, priority, scheduled_for
+        FROM rota.tasks
+        WHERE status = 'PENDING'
+          AND queue = $1
+          AND priority = l.priority
+          AND scheduled_for <= now()
+          AND attempt_count < max_attempts
+        ORDER BY scheduled_for, id
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ) level
     LIMIT $2
-    FOR UPDATE SKIP LOCKED
+), unsent_levels(priority) AS (
+    SELECT 32767::smallint
+  UNION ALL
+    SELECT (SELECT max(t.priority) FROM rota.tasks t
+            WHERE t.status = 'ENQUEUED' AND t.enqueued_at IS NULL AND t.queue = $1 AND t.priority < l.priority)
+    FROM unsent_levels l
+    WHERE l.priority IS NOT NULL
 ), unsent AS (
-    SELECT id, priority, scheduled_for
-    FROM rota.tasks
-    WHERE status = 'ENQUEUED'
-      AND enqueued_at IS NULL
-      AND queue = $1
-      AND scheduled_for <= now()
-      AND attempt_count < max_attempts
-    ORDER BY priority DESC, scheduled_for, id
+    SELECT level.*
+    FROM unsent_levels l
+    CROSS JOIN LATERAL (
+        SELECT id, priority, scheduled_for
+        FROM rota.tasks
+        WHERE status = 'ENQUEUED'
+          AND enqueued_at IS NULL
+          AND queue = $1
+          AND priority = l.priority
+          AND scheduled_for <= now()
+          AND attempt_count < max_attempts
+        ORDER BY scheduled_for, id
+        LIMIT $2
+        FOR UPDATE SKIP LOCKED
+    ) level
     LIMIT $2
-    FOR UPDATE SKIP LOCKED
 ), lost AS (
     SELECT id, priority, scheduled_for
     FROM rota.tasks
