@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/apiclient"
+	"github.com/rotaqueue/rota/internal/store"
 )
 
 // clientFlags are the flags every client command takes.
@@ -224,6 +225,20 @@ func parseReason(s string) (string, error) {
 func checkLimit(limit int) error {
 	if limit < 0 || limit > 1000 {
 		return usagef("--limit %d: want 1 to 1000 (0 = the server's default)", limit)
+	}
+	return nil
+}
+
+// checkFilters checks --queue and --kind as the server does: a value that is not a name
+// matches nothing, so it is a usage error found before any request.
+func checkFilters(queue, kind string) error {
+	for _, f := range []struct{ name, value string }{{"queue", queue}, {"kind", kind}} {
+		if f.value == "" {
+			continue
+		}
+		if err := store.ValidateName(f.name, f.value); err != nil {
+			return usagef("--%s: %v", f.name, err)
+		}
 	}
 	return nil
 }
