@@ -35,7 +35,7 @@ func registerServerFlags(fs *flag.FlagSet) serverFlags {
 	return serverFlags{
 		addr:        fs.String("addr", envOr("ROTA_ADDR", "127.0.0.1:8080"), "address to listen on (ROTA_ADDR)"),
 		token:       fs.String("token", envOr("ROTA_API_TOKEN", ""), "bearer token every /api call needs; empty = none (ROTA_API_TOKEN)"),
-		metricsAuth: fs.Bool("metrics-auth", envOr("ROTA_METRICS_AUTH", "") == "true", "require the token for /metrics too (ROTA_METRICS_AUTH=true)"),
+		metricsAuth: fs.Bool("metrics-auth", envBool("ROTA_METRICS_AUTH", false), "require the token for /metrics too (ROTA_METRICS_AUTH)"),
 		scheduleInterval: fs.Duration("schedule-interval", envDuration("ROTA_SCHEDULE_INTERVAL", schedule.DefaultInterval),
 			"how often due schedules are claimed (ROTA_SCHEDULE_INTERVAL)"),
 	}
@@ -88,7 +88,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srvFlags := registerServerFlags(fs)
 	dbURL := databaseURLFlag(fs)
 	mode := fs.String("mode", envOr("ROTA_MODE", "poll"), "delivery mode: poll or sqs (ROTA_MODE)")
-	migrate := fs.Bool("migrate", envOr("ROTA_MIGRATE", "") == "true", "apply pending migrations at start (ROTA_MIGRATE=true)")
+	migrate := fs.Bool("migrate", envBool("ROTA_MIGRATE", false), "apply pending migrations at start (ROTA_MIGRATE)")
 	reapInterval := fs.Duration("reap-interval", envDuration("ROTA_REAP_INTERVAL", runtime.DefaultReapInterval), "how often expired leases are reaped (ROTA_REAP_INTERVAL)")
 	retainSucceeded := fs.Duration("retain-succeeded", envDuration("ROTA_RETAIN_SUCCEEDED", 7*24*time.Hour), "delete SUCCEEDED and CANCELED tasks this long after they finish; 0 keeps them (ROTA_RETAIN_SUCCEEDED)")
 	retainFailed := fs.Duration("retain-failed", envDuration("ROTA_RETAIN_FAILED", 30*24*time.Hour), "delete DEAD and FAILED tasks this long after they finish; 0 keeps them (ROTA_RETAIN_FAILED)")
