@@ -21,6 +21,7 @@ import (
 
 	"github.com/rotaqueue/rota/internal/apiclient"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // clientFlags are the flags every client command takes.
@@ -68,6 +69,11 @@ func (c *clientFlags) client() (*apiclient.Client, error) {
 	if c.timeout < 0 {
 		return nil, usagef("--timeout must be 0 or more")
 	}
+	token, err := validate.Token(c.token)
+	if err != nil {
+		return nil, usagef("--token (ROTA_API_TOKEN): %v", err)
+	}
+	c.token = token
 	base, err := normalizeServer(c.server)
 	if err != nil {
 		return nil, err

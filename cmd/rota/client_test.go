@@ -434,6 +434,35 @@ func TestClientToken(t *testing.T) {
 	}
 }
 
+// TestTokenWhitespace: a token from a secret file keeps its newline; server and client
+// drop it. A token with whitespace or a control character inside is a usage error that
+// names the token (and does not show it), on both sides.
+func TestTokenWhitespace(t *testing.T) {
+	a := newTestAPI(t, "s3cret")
+	t.Setenv("ROTA_API_TOKEN", "s3cret\n")
+	a.ok(t, "tasks", "list")
+	for _, bad := range []string{"s3 cret", "s3\tcret", "s3\x00cret", " "} {
+		_, _, err := a.cli(t, "tasks", "list", "--token", bad)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--token (ROTA_API_TOKEN)") {
+			t.Errorf("client, --token %q: %v, want a usage error about the token", bad, err)
+		}
+		_, err = runCLI(t, "dev", "--addr", "127.0.0.1:0", "--token", bad)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--token (ROTA_API_TOKEN)") || (strings.TrimSpace(bad) != "" && strings.Contains(err.Error(), bad)) {
+			t.Errorf("dev, --token %q: %v, want a usage error about the token", bad, err)
+		}
+	}
+	t.Setenv("ROTA_API_TOKEN", "s3 cret")
+	if _, err := runCLI(t, "serve", "--addr", "127.0.0.1:0"); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--token (ROTA_API_TOKEN)") {
+		t.Errorf("serve, ROTA_API_TOKEN with a space: %v, want a usage error about the token", err)
+	}
+
+	t.Setenv("ROTA_API_TOKEN", "s3cret\n")
+	f := registerServerFlags(newFlagSet("serve", io.Discard))
+	if err := f.check(); err != nil || *f.token != "s3cret" {
+		t.Errorf("server token %q, %v; want it trimmed", *f.token, err)
+	}
+}
+
 // Bad input is a usage error (exit 2) found before any request is sent.
 func TestClientUsageErrors(t *testing.T) {
 	t.Setenv("ROTA_SERVER", "")

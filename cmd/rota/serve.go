@@ -21,6 +21,7 @@ import (
 	"github.com/rotaqueue/rota/internal/schedule"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // serverFlags are shared by serve and dev: where to listen and who may call.
@@ -72,6 +73,11 @@ func (f serverFlags) frontEnd(st store.Store, claimFrom store.Status, logger *sl
 }
 
 func (f serverFlags) check() error {
+	token, err := validate.Token(*f.token)
+	if err != nil {
+		return usagef("--token (ROTA_API_TOKEN): %v", err)
+	}
+	*f.token = token
 	if *f.metricsAuth && *f.token == "" {
 		return usagef("--metrics-auth needs --token (ROTA_API_TOKEN)")
 	}

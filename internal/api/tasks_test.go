@@ -420,6 +420,9 @@ func TestConfigValidation(t *testing.T) {
 		"bad backoff":          {Store: memoryStore(t), BackoffBase: time.Hour, BackoffMax: time.Second},
 		"bad claim status":     {Store: memoryStore(t), ClaimFrom: store.StatusProcessing},
 		"negative body limit":  {Store: memoryStore(t), MaxBodyBytes: -1},
+		"token with a space":   {Store: memoryStore(t), Token: "s3 cret"},
+		"token with a NUL":     {Store: memoryStore(t), Token: "s3\x00cret"},
+		"whitespace token":     {Store: memoryStore(t), Token: " \n"},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: New accepted %+v", name, cfg)
