@@ -235,6 +235,19 @@ func checkLimit(limit int) error {
 	return nil
 }
 
+// parseAt reads an --at time (RFC 3339, in UTC). A time before 1970 is refused as the
+// server refuses it: it is most likely a zero value.
+func parseAt(raw string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, raw)
+	if err != nil {
+		return time.Time{}, usagef("--at %q: want an RFC 3339 time such as 2030-01-02T15:04:05Z", raw)
+	}
+	if t.Before(store.EarliestTime) {
+		return time.Time{}, usagef("--at %q: before 1970-01-01T00:00:00Z; give a later time", raw)
+	}
+	return t.UTC(), nil
+}
+
 // checkFilters checks --queue and --kind as the server does: a value that is not a name
 // matches nothing, so it is a usage error found before any request.
 func checkFilters(queue, kind string) error {

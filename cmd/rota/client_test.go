@@ -485,6 +485,7 @@ func TestClientUsageErrors(t *testing.T) {
 		{"enqueue", "noop", "--delay", "-5s"},
 		{"enqueue", "noop", "--delay", "5s", "--at", "2030-01-01T00:00:00Z"},
 		{"enqueue", "noop", "--at", "tomorrow"},
+		{"enqueue", "noop", "--at", "0001-01-01T00:00:00Z"},
 		{"enqueue", "noop", "--max-attempts", "-1"},
 		{"enqueue", "noop", "--timeout-seconds", "-1"},
 		{"enqueue", "noop", "--wait-timeout", "5s"},

@@ -59,6 +59,8 @@ func TestBadInput(t *testing.T) {
 			{"/dead-letters/replay", url.Values{"queue": {"\x00"}}, `queue "\x00" must start with a letter`},
 			{"/schedules/nightly/reschedule", url.Values{"next_run_at": {"tomorrow-ish"}}, `"tomorrow-ish" is not a time`},
 			{"/schedules/nightly/reschedule", url.Values{}, "Enter the next run time"},
+			{"/schedules/nightly/reschedule", url.Values{"next_run_at": {"0001-01-01T00:00:00Z"}}, "is before 1970-01-01"},
+			{"/schedules/nightly/reschedule", url.Values{"next_run_at": {"1969-12-31T23:00"}}, "is before 1970-01-01"},
 		} {
 			form := url.Values{}
 			for k, v := range c.form {

@@ -24,6 +24,11 @@ const (
 	MaxErrorMessageLength = 8 << 10 // longer errors (stacks) are truncated, not rejected
 )
 
+// EarliestTime is the earliest scheduled_for or next_run_at the API and the dashboard
+// take. An earlier one is almost always a client's zero value (0001-01-01T00:00:00Z),
+// which Go reads as "not set": now for a task, missing for a reschedule.
+var EarliestTime = time.Unix(0, 0).UTC()
+
 // namePattern is what kind and queue names look like: they appear in URLs, metrics labels
 // and SQS queue names, so they stay plain.
 var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*$`)
