@@ -20,6 +20,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/apiclient"
+	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // clientFlags are the flags every client command takes.
@@ -67,6 +69,11 @@ func (c *clientFlags) client() (*apiclient.Client, error) {
 	if c.timeout < 0 {
 		return nil, usagef("--timeout must be 0 or more")
 	}
+	token, err := validate.Token(c.token)
+	if err != nil {
+		return nil, usagef("--token (ROTA_API_TOKEN): %v", err)
+	}
+	c.token = token
 	base, err := normalizeServer(c.server)
 	if err != nil {
 		return nil, err
@@ -224,6 +231,33 @@ func parseReason(s string) (string, error) {
 func checkLimit(limit int) error {
 	if limit < 0 || limit > 1000 {
 		return usagef("--limit %d: want 1 to 1000 (0 = the server's default)", limit)
+	}
+	return nil
+}
+
+// parseAt reads an --at time (RFC 3339, in UTC). A time before 1970 is refused as the
+// server refuses it: it is most likely a zero value.
+func parseAt(raw string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339, raw)
+	if err != nil {
+		return time.Time{}, usagef("--at %q: want an RFC 3339 time such as 2030-01-02T15:04:05Z", raw)
+	}
+	if t.Before(store.EarliestTime) {
+		return time.Time{}, usagef("--at %q: before 1970-01-01T00:00:00Z; give a later time", raw)
+	}
+	return t.UTC(), nil
+}
+
+// checkFilters checks --queue and --kind as the server does: a value that is not a name
+// matches nothing, so it is a usage error found before any request.
+func checkFilters(queue, kind string) error {
+	for _, f := range []struct{ name, value string }{{"queue", queue}, {"kind", kind}} {
+		if f.value == "" {
+			continue
+		}
+		if err := store.ValidateName(f.name, f.value); err != nil {
+			return usagef("--%s: %v", f.name, err)
+		}
 	}
 	return nil
 }

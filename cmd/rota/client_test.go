@@ -434,6 +434,35 @@ func TestClientToken(t *testing.T) {
 	}
 }
 
+// TestTokenWhitespace: a token from a secret file keeps its newline; server and client
+// drop it. A token with whitespace or a control character inside is a usage error that
+// names the token (and does not show it), on both sides.
+func TestTokenWhitespace(t *testing.T) {
+	a := newTestAPI(t, "s3cret")
+	t.Setenv("ROTA_API_TOKEN", "s3cret\n")
+	a.ok(t, "tasks", "list")
+	for _, bad := range []string{"s3 cret", "s3\tcret", "s3\x00cret", " "} {
+		_, _, err := a.cli(t, "tasks", "list", "--token", bad)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--token (ROTA_API_TOKEN)") {
+			t.Errorf("client, --token %q: %v, want a usage error about the token", bad, err)
+		}
+		_, err = runCLI(t, "dev", "--addr", "127.0.0.1:0", "--token", bad)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--token (ROTA_API_TOKEN)") || (strings.TrimSpace(bad) != "" && strings.Contains(err.Error(), bad)) {
+			t.Errorf("dev, --token %q: %v, want a usage error about the token", bad, err)
+		}
+	}
+	t.Setenv("ROTA_API_TOKEN", "s3 cret")
+	if _, err := runCLI(t, "serve", "--addr", "127.0.0.1:0"); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--token (ROTA_API_TOKEN)") {
+		t.Errorf("serve, ROTA_API_TOKEN with a space: %v, want a usage error about the token", err)
+	}
+
+	t.Setenv("ROTA_API_TOKEN", "s3cret\n")
+	f := registerServerFlags(newFlagSet("serve", io.Discard))
+	if err := f.check(); err != nil || *f.token != "s3cret" {
+		t.Errorf("server token %q, %v; want it trimmed", *f.token, err)
+	}
+}
+
 // Bad input is a usage error (exit 2) found before any request is sent.
 func TestClientUsageErrors(t *testing.T) {
 	t.Setenv("ROTA_SERVER", "")
@@ -456,6 +485,7 @@ func TestClientUsageErrors(t *testing.T) {
 		{"enqueue", "noop", "--delay", "-5s"},
 		{"enqueue", "noop", "--delay", "5s", "--at", "2030-01-01T00:00:00Z"},
 		{"enqueue", "noop", "--at", "tomorrow"},
+		{"enqueue", "noop", "--at", "0001-01-01T00:00:00Z"},
 		{"enqueue", "noop", "--max-attempts", "-1"},
 		{"enqueue", "noop", "--timeout-seconds", "-1"},
 		{"enqueue", "noop", "--wait-timeout", "5s"},
@@ -472,10 +502,14 @@ func TestClientUsageErrors(t *testing.T) {
 		{"tasks", "list", "--status", "BOGUS"},
 		{"tasks", "list", "--limit", "5000"},
 		{"tasks", "list", "extra"},
+		{"tasks", "list", "--queue", "\x00"},
+		{"tasks", "list", "--kind", "bad kind"},
 		{"dead-letters"},
 		{"dead-letters", "purge"},
 		{"dead-letters", "list", "--reason", "CANCELED"},
 		{"dead-letters", "list", "--limit", "-1"},
+		{"dead-letters", "list", "--kind", "\xff"},
+		{"dead-letters", "replay", "--queue", "\x00"},
 		{"dead-letters", "replay", "--batch", "0"},
 		{"dead-letters", "replay", "--batch", "1001"},
 		{"dead-letters", "replay", "--task-id", "nope"},

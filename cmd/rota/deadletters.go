@@ -46,6 +46,9 @@ func runDeadLettersList(ctx context.Context, args []string, stdout, stderr io.Wr
 	if err := checkLimit(*limit); err != nil {
 		return err
 	}
+	if err := checkFilters(*queue, *kind); err != nil {
+		return err
+	}
 	c, err := cf.client()
 	if err != nil {
 		return err
@@ -149,6 +152,9 @@ func runDeadLettersReplay(ctx context.Context, args []string, stdout, stderr io.
 	}
 	if *batch < 1 || *batch > 1000 {
 		return usagef("--batch %d: want 1 to 1000", *batch)
+	}
+	if err := checkFilters(*queue, *kind); err != nil {
+		return err
 	}
 	var taskIDs []string
 	seen := map[string]bool{}

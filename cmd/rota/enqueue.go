@@ -95,11 +95,10 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		// matter; it takes whole seconds.
 		req.DelaySeconds = int((*delay + time.Second - 1) / time.Second)
 	case set["at"]:
-		t, err := time.Parse(time.RFC3339, *at)
+		t, err := parseAt(*at)
 		if err != nil {
-			return usagef("--at %q: want an RFC 3339 time such as 2030-01-02T15:04:05Z", *at)
+			return err
 		}
-		t = t.UTC()
 		req.ScheduledFor = &t
 	}
 	if *maxAttempts < 0 {

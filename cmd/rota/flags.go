@@ -62,6 +62,19 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
+// envBool reads what strconv.ParseBool does (1, t, true, 0, f, false in any case), so
+// that ROTA_METRICS_AUTH=1 is not silently false; anything else is reported like a
+// malformed number.
+func envBool(name string, def bool) bool {
+	if v := os.Getenv(name); v != "" {
+		if b, err := strconv.ParseBool(v); err == nil {
+			return b
+		}
+		badEnv = append(badEnv, fmt.Sprintf("%s=%q is not a boolean (true or false, 1 or 0)", name, v))
+	}
+	return def
+}
+
 // badEnv collects malformed environment defaults so they fail loudly, not silently.
 var badEnv []string
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"os"
 	"strings"
 	"testing"
 
@@ -105,5 +107,63 @@ func TestBadInvocationsAreUsageErrors(t *testing.T) {
 		if !errors.Is(err, errUsage) {
 			t.Errorf("rota %s: got %v, want a usage error", strings.Join(args, " "), err)
 		}
+	}
+}
+
+func TestEnvBool(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  bool
+	}{{"", false}, {"true", true}, {"TRUE", true}, {"1", true}, {"t", true}, {"false", false}, {"0", false}, {"F", false}} {
+		badEnv = nil
+		t.Setenv("ROTA_TEST_BOOL", tc.value)
+		if got := envBool("ROTA_TEST_BOOL", false); got != tc.want || len(badEnv) != 0 {
+			t.Errorf("ROTA_TEST_BOOL=%q: %v (problems %q), want %v", tc.value, got, badEnv, tc.want)
+		}
+	}
+	badEnv = nil
+	t.Setenv("ROTA_TEST_BOOL", "yes")
+	if got := envBool("ROTA_TEST_BOOL", true); !got || len(badEnv) != 1 || !strings.Contains(badEnv[0], `ROTA_TEST_BOOL="yes" is not a boolean`) {
+		t.Errorf("ROTA_TEST_BOOL=yes: %v, problems %q; want the default and one problem", got, badEnv)
+	}
+	badEnv = nil
+}
+
+// TestBoolEnvVars: the boolean variables take 1 as true, and a value that is no boolean
+// is a usage error (exit 2) before anything starts, never a silent false.
+func TestBoolEnvVars(t *testing.T) {
+	t.Setenv("ROTA_DATABASE_URL", "postgres://127.0.0.1:1/never-reached")
+	t.Setenv("ROTA_API_TOKEN", "")
+	// Canceled: a command that got past its checks stops at once instead of serving.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	runEnv := func(name, value string, args ...string) error {
+		t.Helper()
+		t.Setenv(name, value)
+		defer os.Unsetenv(name)
+		return run(ctx, args, io.Discard, io.Discard)
+	}
+	devArgs := []string{"dev", "--addr", "127.0.0.1:0"}
+
+	// ROTA_METRICS_AUTH=1 turns /metrics auth on, so without a token dev refuses to start.
+	if err := runEnv("ROTA_METRICS_AUTH", "1", devArgs...); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--metrics-auth needs --token") {
+		t.Errorf("ROTA_METRICS_AUTH=1 without a token: %v, want the --metrics-auth usage error", err)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"ROTA_METRICS_AUTH", devArgs},
+		{"ROTA_MIGRATE", []string{"serve", "--addr", "127.0.0.1:0"}},
+		{"ROTA_SQS_CREATE_QUEUES", []string{"worker", "--mode", "sqs"}},
+	} {
+		err := runEnv(c.name, "yes", c.args...)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), c.name+`="yes" is not a boolean`) {
+			t.Errorf("%s=yes rota %s: %v, want a usage error naming the variable", c.name, c.args[0], err)
+		}
+	}
+	// The problem does not stick to the next run in this process.
+	if err := run(ctx, devArgs, io.Discard, io.Discard); errors.Is(err, errUsage) {
+		t.Errorf("dev after a bad variable was unset: %v", err)
 	}
 }

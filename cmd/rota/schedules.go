@@ -367,9 +367,9 @@ func runSchedulesReschedule(ctx context.Context, args []string, stdout, stderr i
 	if *at == "" {
 		return usagef("schedules reschedule needs --at, e.g. --at 2030-01-02T15:04:05Z")
 	}
-	t, err := time.Parse(time.RFC3339, *at)
+	t, err := parseAt(*at)
 	if err != nil {
-		return usagef("--at %q: want an RFC 3339 time such as 2030-01-02T15:04:05Z", *at)
+		return err
 	}
 	s, err := c.RescheduleSchedule(ctx, name, t)
 	if err != nil {

@@ -214,6 +214,7 @@ func TestScheduleCommandUsageErrors(t *testing.T) {
 		{"schedules", "update", "s", "--enabled", "--disabled"},
 		{"schedules", "reschedule", "s"},
 		{"schedules", "reschedule", "s", "--at", "tomorrow"},
+		{"schedules", "reschedule", "s", "--at", "0001-01-01T00:00:00Z"},
 		{"schedules", "runs", "s", "--limit", "1001"},
 		{"schedules", "delete"},
 		{"schedules", "pause", "a", "b"},

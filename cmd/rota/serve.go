@@ -21,6 +21,7 @@ import (
 	"github.com/rotaqueue/rota/internal/schedule"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // serverFlags are shared by serve and dev: where to listen and who may call.
@@ -36,7 +37,7 @@ func registerServerFlags(fs *flag.FlagSet) serverFlags {
 	return serverFlags{
 		addr:        fs.String("addr", envOr("ROTA_ADDR", "127.0.0.1:8080"), "address to listen on (ROTA_ADDR)"),
 		token:       fs.String("token", envOr("ROTA_API_TOKEN", ""), "bearer token every /api call needs; empty = none (ROTA_API_TOKEN)"),
-		metricsAuth: fs.Bool("metrics-auth", envOr("ROTA_METRICS_AUTH", "") == "true", "require the token for /metrics too (ROTA_METRICS_AUTH=true)"),
+		metricsAuth: fs.Bool("metrics-auth", envBool("ROTA_METRICS_AUTH", false), "require the token for /metrics too (ROTA_METRICS_AUTH)"),
 		scheduleInterval: fs.Duration("schedule-interval", envDuration("ROTA_SCHEDULE_INTERVAL", schedule.DefaultInterval),
 			"how often due schedules are claimed (ROTA_SCHEDULE_INTERVAL)"),
 		trustedProxies: fs.String("trusted-proxies", envOr("ROTA_TRUSTED_PROXIES", ""),
@@ -79,6 +80,11 @@ func (f serverFlags) frontEnd(st store.Store, claimFrom store.Status, logger *sl
 }
 
 func (f serverFlags) check() error {
+	token, err := validate.Token(*f.token)
+	if err != nil {
+		return usagef("--token (ROTA_API_TOKEN): %v", err)
+	}
+	*f.token = token
 	if *f.metricsAuth && *f.token == "" {
 		return usagef("--metrics-auth needs --token (ROTA_API_TOKEN)")
 	}
@@ -98,7 +104,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srvFlags := registerServerFlags(fs)
 	dbURL := databaseURLFlag(fs)
 	mode := fs.String("mode", envOr("ROTA_MODE", "poll"), "delivery mode: poll or sqs (ROTA_MODE)")
-	migrate := fs.Bool("migrate", envOr("ROTA_MIGRATE", "") == "true", "apply pending migrations at start (ROTA_MIGRATE=true)")
+	migrate := fs.Bool("migrate", envBool("ROTA_MIGRATE", false), "apply pending migrations at start (ROTA_MIGRATE)")
 	reapInterval := fs.Duration("reap-interval", envDuration("ROTA_REAP_INTERVAL", runtime.DefaultReapInterval), "how often expired leases are reaped (ROTA_REAP_INTERVAL)")
 	retainSucceeded := fs.Duration("retain-succeeded", envDuration("ROTA_RETAIN_SUCCEEDED", 7*24*time.Hour), "delete SUCCEEDED and CANCELED tasks this long after they finish; 0 keeps them (ROTA_RETAIN_SUCCEEDED)")
 	retainFailed := fs.Duration("retain-failed", envDuration("ROTA_RETAIN_FAILED", 30*24*time.Hour), "delete DEAD and FAILED tasks this long after they finish; 0 keeps them (ROTA_RETAIN_FAILED)")

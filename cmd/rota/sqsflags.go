@@ -40,8 +40,8 @@ func registerSQSFlags(fs *flag.FlagSet) sqsFlags {
 			"SQS queue (name or URL) of Rota's default queue; queue Q uses <name>-Q (ROTA_SQS_QUEUE)"),
 		dlq: fs.String("sqs-dlq", envOr("ROTA_SQS_DLQ", sqsmode.DefaultDLQ),
 			"SQS queue (name or URL) that receives dead-task events, published by serve --mode sqs (ROTA_SQS_DLQ)"),
-		create: fs.Bool("sqs-create-queues", envOr("ROTA_SQS_CREATE_QUEUES", "") == "true",
-			"create missing SQS queues, at start and whenever SQS reports one missing (ROTA_SQS_CREATE_QUEUES=true)"),
+		create: fs.Bool("sqs-create-queues", envBool("ROTA_SQS_CREATE_QUEUES", false),
+			"create missing SQS queues, at start and whenever SQS reports one missing (ROTA_SQS_CREATE_QUEUES)"),
 	}
 }
 

@@ -48,6 +48,9 @@ func runTasksList(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := checkLimit(*limit); err != nil {
 		return err
 	}
+	if err := checkFilters(*queue, *kind); err != nil {
+		return err
+	}
 	c, err := cf.client()
 	if err != nil {
 		return err

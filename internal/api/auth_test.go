@@ -31,6 +31,17 @@ func concrete(pattern string) string {
 	return r.Replace(pattern)
 }
 
+// TestTokenIsTrimmed: a configured token read from a secret file keeps its newline;
+// requests are compared trimmed, so the token is trimmed too, or the right token would
+// be refused (and counted as a wrong guess).
+func TestTokenIsTrimmed(t *testing.T) {
+	c := newClient(t, Config{Store: memoryStore(t), Token: "s3cret\n", AuthLimiter: authlimit.New(authlimit.Config{Burst: 1, Every: time.Hour})})
+	c.token = "s3cret"
+	for range 3 {
+		c.do("GET", "/api/stats", nil).want(t, http.StatusOK, nil)
+	}
+}
+
 func TestTokenProtectsEveryAPIRoute(t *testing.T) {
 	const token = "s3cret-token"
 	// Hundreds of wrong tokens from one address: a limiter that never runs out, here

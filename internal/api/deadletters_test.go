@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -124,6 +125,38 @@ func TestDeadLetters(t *testing.T) {
 
 		for _, bad := range []string{`{"reason": "CANCELED"}`, `{"limit": 0}`, `{"limit": 1001}`, `{"task_ids": ["nope"]}`, `{"queues": "a"}`} {
 			c.do("POST", "/api/dead-letters/replay", bad).wantError(t, http.StatusBadRequest, codeInvalidRequest)
+		}
+	})
+}
+
+// TestFiltersMustBeNames: a queue or kind filter that is not a valid name (NUL, invalid
+// UTF-8, a space) is a 400 on both stores, never a 500 from PostgreSQL, and a bulk replay
+// with one replays nothing.
+func TestFiltersMustBeNames(t *testing.T) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
+		c := newClient(t, Config{Store: st})
+		task := c.createTask(map[string]any{"kind": "k", "max_attempts": 1})
+		cl := c.claimOne("default")
+		c.do("POST", "/api/tasks/"+task.ID.String()+"/fail", map[string]any{
+			"lease_token": cl.LeaseToken, "error": "broken", "retryable": false,
+		}).want(t, http.StatusOK, nil)
+
+		for _, path := range []string{
+			"/api/tasks?queue=%00", "/api/tasks?kind=%FF", "/api/tasks?queue=a%20b",
+			"/api/dead-letters?kind=%FF", "/api/dead-letters?queue=%00", "/api/dead-letters?kind=a%20b",
+		} {
+			e := c.do("GET", path, nil).wantError(t, http.StatusBadRequest, codeInvalidRequest)
+			if !strings.Contains(e.Message, "must start with a letter") {
+				t.Errorf("GET %s: message %q does not say what a name looks like", path, e.Message)
+			}
+		}
+		for _, body := range []string{`{"queue":"\u0000"}`, `{"kind":"\u0000"}`, "{\"queue\":\"\xff\"}", `{"queue":"a b"}`} {
+			c.do("POST", "/api/dead-letters/replay", body).wantError(t, http.StatusBadRequest, codeInvalidRequest)
+		}
+		var got taskJSON
+		c.do("GET", "/api/tasks/"+task.ID.String(), nil).want(t, http.StatusOK, &got)
+		if got.Status != store.StatusFailed {
+			t.Fatalf("a refused replay changed the task: %s", got.Status)
 		}
 	})
 }

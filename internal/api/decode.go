@@ -164,6 +164,19 @@ func parseLeaseToken(raw *string) (uuid.UUID, error) {
 	return token, nil
 }
 
+// parseTime reads a time field of a request, in UTC. A time before store.EarliestTime
+// is refused: it is most likely a zero value, which would read as "now" or "missing".
+func parseTime(field, raw string) (time.Time, error) {
+	at, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		return time.Time{}, invalidRequest(fmt.Sprintf("%s must be an RFC 3339 time such as 2030-01-02T15:04:05Z, got %q", field, raw))
+	}
+	if at.Before(store.EarliestTime) {
+		return time.Time{}, invalidRequest(fmt.Sprintf("%s %q is before 1970-01-01T00:00:00Z; give a later time (a past one is due at once)", field, raw))
+	}
+	return at.UTC(), nil
+}
+
 // --- create -------------------------------------------------------------------------
 
 // createTaskRequest is the body of POST /api/tasks and one entry of a batch. Pointers
@@ -247,11 +260,11 @@ func (req *createTaskRequest) params(now time.Time) (store.CreateParams, error) 
 	case req.ScheduledFor != nil && req.DelaySeconds != nil:
 		return p, invalidRequest("set scheduled_for or delay_seconds, not both")
 	case req.ScheduledFor != nil:
-		at, err := time.Parse(time.RFC3339Nano, *req.ScheduledFor)
+		at, err := parseTime("scheduled_for", *req.ScheduledFor)
 		if err != nil {
-			return p, invalidRequest(fmt.Sprintf("scheduled_for must be an RFC 3339 time such as 2030-01-02T15:04:05Z, got %q", *req.ScheduledFor))
+			return p, err
 		}
-		p.ScheduledFor = at.UTC()
+		p.ScheduledFor = at
 	case req.DelaySeconds != nil:
 		d := *req.DelaySeconds
 		if d < 0 || d > maxDelaySeconds || math.IsNaN(d) {

@@ -31,6 +31,10 @@ func FuzzCreateTask(f *testing.F) {
 		`{"kind":"noop","max_attempts":0}`,
 		`{"kind":"noop","delay_seconds":-1}`,
 		`{"kind":"noop","delay_seconds":1,"scheduled_for":"2030-01-01T00:00:00Z"}`,
+		`{"kind":"noop","scheduled_for":"0001-01-01T00:00:00Z"}`,
+		`{"kind":"noop","scheduled_for":"1969-12-31T23:59:59.999999999Z"}`,
+		`{"kind":"noop","scheduled_for":"1970-01-01T00:00:00Z"}`,
+		`{"kind":"noop","scheduled_for":"1970-01-01T00:30:00+01:00"}`,
 		`{"kind":"","queue":""}`,
 		`{"kind":"a b"}`,
 		`{"kind":"noop","extra":1}`,
@@ -74,6 +78,46 @@ func FuzzCreateTask(f *testing.F) {
 		}
 		if err := store.CheckStorableJSON(p.Payload); err != nil {
 			t.Fatalf("accepted a payload PostgreSQL rejects: %v", err)
+		}
+		var req createTaskRequest
+		if err := decodeStrict(body, &req); err != nil {
+			t.Fatalf("accepted %q, which does not decode again: %v", body, err)
+		}
+		if req.ScheduledFor != nil && p.ScheduledFor.Before(store.EarliestTime) {
+			t.Fatalf("accepted %q with scheduled_for %s, before 1970 (a zero time reads as now)", body, p.ScheduledFor)
+		}
+	})
+}
+
+// FuzzRescheduleTime is FuzzCreateTask for the body of POST
+// /api/schedules/{name}/reschedule: a time it accepts is a real one, in UTC, never a zero
+// value (which the store reads as missing); a body it rejects is a client error.
+func FuzzRescheduleTime(f *testing.F) {
+	for _, seed := range []string{
+		`{"next_run_at":"2030-01-02T03:04:05Z"}`,
+		`{"next_run_at":"2030-01-02T03:04:05.5+02:00"}`,
+		`{"next_run_at":"1970-01-01T00:00:00Z"}`,
+		`{"next_run_at":"0001-01-01T00:00:00Z"}`,
+		`{"next_run_at":"1969-12-31T23:59:59Z"}`,
+		`{"next_run_at":""}`,
+		`{"next_run_at":null}`,
+		`{"next_run_at":5}`,
+		`{}`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		at, err := parseRescheduleTime(body)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.status < 400 || ae.status > 499 {
+				t.Fatalf("rejected %q with %v, not a client error", body, err)
+			}
+			return
+		}
+		if at.Before(store.EarliestTime) || at.Location() != time.UTC {
+			t.Fatalf("accepted %q as %s", body, at)
 		}
 	})
 }

@@ -238,11 +238,7 @@ func parseRescheduleTime(body []byte) (time.Time, error) {
 	if req.NextRunAt == nil || *req.NextRunAt == "" {
 		return time.Time{}, invalidRequest("next_run_at is required (an RFC 3339 time such as 2030-01-02T15:04:05Z)")
 	}
-	at, err := time.Parse(time.RFC3339Nano, *req.NextRunAt)
-	if err != nil {
-		return time.Time{}, invalidRequest(fmt.Sprintf("next_run_at must be an RFC 3339 time such as 2030-01-02T15:04:05Z, got %q", *req.NextRunAt))
-	}
-	return at.UTC(), nil
+	return parseTime("next_run_at", *req.NextRunAt)
 }
 
 // --- handlers ---------------------------------------------------------------------------

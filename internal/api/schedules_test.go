@@ -198,6 +198,13 @@ func TestScheduleLifecycle(t *testing.T) {
 		for _, body := range []string{`{}`, `{"next_run_at": ""}`, `{"next_run_at": "tomorrow"}`, `{"next_run_at": 5}`, `{"at": "2030-01-01T00:00:00Z"}`} {
 			c.do("POST", "/api/schedules/nightly-report/reschedule", body).wantError(t, http.StatusBadRequest, codeInvalidRequest)
 		}
+		// A zero time is given, not missing: the answer names it rather than asking for it.
+		for _, at := range []string{"0001-01-01T00:00:00Z", "1969-12-31T23:59:59Z"} {
+			e := c.do("POST", "/api/schedules/nightly-report/reschedule", map[string]any{"next_run_at": at}).wantError(t, http.StatusBadRequest, codeInvalidRequest)
+			if !strings.Contains(e.Message, "next_run_at \""+at+"\" is before 1970") {
+				t.Errorf("next_run_at %s: message %q", at, e.Message)
+			}
+		}
 		c.do("POST", "/api/schedules/nightly-report/reschedule", `{"next_run_at": `).wantError(t, http.StatusBadRequest, codeInvalidJSON)
 		c.do("POST", "/api/schedules/nightly-report/reschedule", nil).wantError(t, http.StatusBadRequest, codeInvalidJSON)
 

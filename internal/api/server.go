@@ -38,7 +38,9 @@ type Config struct {
 
 	// Token, when non-empty, is the bearer token every request needs
 	// (Authorization: Bearer <token>), except /healthz, /readyz and, unless MetricsAuth,
-	// /metrics. Empty means no authentication (bind to loopback then).
+	// /metrics. Empty means no authentication (bind to loopback then). Surrounding
+	// whitespace is dropped (a secret file's newline); whitespace or control characters
+	// inside are refused (validate.Token).
 	Token string
 	// MetricsAuth makes /metrics require Token too. It needs a Token.
 	MetricsAuth bool
@@ -152,6 +154,10 @@ func (cfg *Config) validate() error {
 	var problems validate.Problems
 	check := problems.Check
 	check(cfg.Store != nil, "Store is required")
+	// Requests are compared trimmed, so the token they are compared with is trimmed too.
+	token, err := validate.Token(cfg.Token)
+	problems.Add(err)
+	cfg.Token = token
 	check(!cfg.MetricsAuth || cfg.Token != "", "MetricsAuth needs a Token")
 	check(cfg.BackoffBase > 0, "BackoffBase must be positive, got %s", cfg.BackoffBase)
 	check(cfg.BackoffMax >= cfg.BackoffBase, "BackoffMax (%s) must not be less than BackoffBase (%s)", cfg.BackoffMax, cfg.BackoffBase)

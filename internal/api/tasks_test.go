@@ -149,6 +149,8 @@ func TestCreateValidation(t *testing.T) {
 		{"huge delay", `{"kind": "noop", "delay_seconds": 1e300}`, 400, codeInvalidRequest},
 		{"delay and scheduled_for", `{"kind": "noop", "delay_seconds": 5, "scheduled_for": "2030-01-01T00:00:00Z"}`, 400, codeInvalidRequest},
 		{"bad scheduled_for", `{"kind": "noop", "scheduled_for": "tomorrow"}`, 400, codeInvalidRequest},
+		{"zero scheduled_for", `{"kind": "noop", "scheduled_for": "0001-01-01T00:00:00Z"}`, 400, codeInvalidRequest},
+		{"scheduled_for before 1970", `{"kind": "noop", "scheduled_for": "1969-12-31T23:59:59Z"}`, 400, codeInvalidRequest},
 		{"priority out of range", `{"kind": "noop", "priority": 1001}`, 400, codeInvalidRequest},
 		{"negative timeout", `{"kind": "noop", "timeout_seconds": -1}`, 400, codeInvalidRequest},
 		{"long idempotency key", `{"kind": "noop", "idempotency_key": "` + strings.Repeat("k", 513) + `"}`, 400, codeInvalidRequest},
@@ -420,6 +422,9 @@ func TestConfigValidation(t *testing.T) {
 		"bad backoff":          {Store: memoryStore(t), BackoffBase: time.Hour, BackoffMax: time.Second},
 		"bad claim status":     {Store: memoryStore(t), ClaimFrom: store.StatusProcessing},
 		"negative body limit":  {Store: memoryStore(t), MaxBodyBytes: -1},
+		"token with a space":   {Store: memoryStore(t), Token: "s3 cret"},
+		"token with a NUL":     {Store: memoryStore(t), Token: "s3\x00cret"},
+		"whitespace token":     {Store: memoryStore(t), Token: " \n"},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: New accepted %+v", name, cfg)

@@ -16,24 +16,30 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // Client talks to one Rota server.
 type Client struct {
-	baseURL string
-	token   string
-	hc      *http.Client
+	baseURL  string
+	token    string
+	tokenErr error // a token no Authorization header can carry: every call fails with it
+	hc       *http.Client
 }
 
 // New returns a client for the server at baseURL (e.g. "http://127.0.0.1:8080"; a path
 // prefix is kept, a trailing slash dropped). A non-empty token is sent as
-// "Authorization: Bearer <token>". A nil httpClient means http.DefaultClient; set its
-// Timeout to bound each call.
+// "Authorization: Bearer <token>", without surrounding whitespace (a secret file's
+// newline); a token with whitespace or control characters inside makes every call fail
+// with an error that says so. A nil httpClient means http.DefaultClient; set its Timeout
+// to bound each call.
 func New(baseURL, token string, httpClient *http.Client) *Client {
 	if httpClient == nil {
 		httpClient = http.DefaultClient
 	}
-	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, hc: httpClient}
+	token, err := validate.Token(token)
+	return &Client{baseURL: strings.TrimRight(baseURL, "/"), token: token, tokenErr: err, hc: httpClient}
 }
 
 // BaseURL is the server address the client was made with (without a trailing slash).
@@ -211,6 +217,9 @@ const maxErrorBody = 64 << 10
 // do sends one request with an optional JSON body and decodes a 2xx JSON answer into out.
 // It returns the HTTP status.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) (int, error) {
+	if c.tokenErr != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, path, c.tokenErr)
+	}
 	target := c.baseURL + path
 	if len(query) > 0 {
 		target += "?" + query.Encode()

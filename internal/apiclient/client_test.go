@@ -242,6 +242,29 @@ func TestSuccessThatIsNotJSON(t *testing.T) {
 	}
 }
 
+// TestTokenWhitespace: a token read from a secret file keeps its newline; it is sent
+// trimmed. One that still holds whitespace or a control character fails every call with
+// an error about the token, before any request (not "cannot reach the server").
+func TestTokenWhitespace(t *testing.T) {
+	srv, rec := fake(t, http.StatusOK, taskJSON)
+	if _, err := apiclient.New(srv.URL, "s3cret\n", nil).GetTask(context.Background(), taskID); err != nil {
+		t.Fatal(err)
+	}
+	if rec.auth != "Bearer s3cret" {
+		t.Errorf("Authorization %q, want the token trimmed", rec.auth)
+	}
+	rec.method = ""
+	for _, bad := range []string{"s3 cret", "s3\ncret", "s3\x00cret", " \n"} {
+		_, err := apiclient.New(srv.URL, bad, nil).GetTask(context.Background(), taskID)
+		if err == nil || !strings.Contains(err.Error(), "API token") || strings.Contains(err.Error(), "cannot reach") {
+			t.Errorf("token %q: %v, want an error about the token", bad, err)
+		}
+	}
+	if rec.method != "" {
+		t.Errorf("a bad token still sent %s %s", rec.method, rec.path)
+	}
+}
+
 func TestUnreachableServerNamesTheURL(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

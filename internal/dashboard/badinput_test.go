@@ -29,6 +29,12 @@ func TestBadInput(t *testing.T) {
 			"/dead-letters?cursor=zzz":                                          "page cursor",
 			"/schedules/nightly?cursor=zzz":                                     "page cursor",
 			"/tasks/search?id=":                                                 "Enter a task id",
+			// Filters that are not names match nothing; PostgreSQL would refuse NUL and
+			// invalid UTF-8 with a 500.
+			"/tasks?queue=%00":         `queue "\x00" must start with a letter`,
+			"/tasks?kind=%FF":          `kind "\xff" must start with a letter`,
+			"/dead-letters?queue=%00":  `queue "\x00" must start with a letter`,
+			"/dead-letters?kind=a%20b": `kind "a b" must start with a letter`,
 		} {
 			p := b.get(path)
 			if p.status != http.StatusBadRequest {
@@ -50,8 +56,11 @@ func TestBadInput(t *testing.T) {
 			{"/tasks/not-a-uuid/replay", nil, "is not a task id"},
 			{"/dead-letters/replay", url.Values{"task_id": {"nope"}}, `"nope" is not a task id`},
 			{"/dead-letters/replay", url.Values{"reason": {"SUCCEEDED"}}, `Unknown reason "SUCCEEDED"`},
+			{"/dead-letters/replay", url.Values{"queue": {"\x00"}}, `queue "\x00" must start with a letter`},
 			{"/schedules/nightly/reschedule", url.Values{"next_run_at": {"tomorrow-ish"}}, `"tomorrow-ish" is not a time`},
 			{"/schedules/nightly/reschedule", url.Values{}, "Enter the next run time"},
+			{"/schedules/nightly/reschedule", url.Values{"next_run_at": {"0001-01-01T00:00:00Z"}}, "is before 1970-01-01"},
+			{"/schedules/nightly/reschedule", url.Values{"next_run_at": {"1969-12-31T23:00"}}, "is before 1970-01-01"},
 		} {
 			form := url.Values{}
 			for k, v := range c.form {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rotaqueue/rota/internal/authlimit"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/validate"
 )
 
 // Config configures a Dashboard. Every zero field but Store means its default; New fills
@@ -22,7 +23,8 @@ type Config struct {
 	// Token, when non-empty, is the API token: the login form asks for it, and the
 	// session cookie and CSRF tokens are derived from it (so every server sharing the
 	// token accepts the same sessions). Empty means no login; CSRF protection still
-	// applies, with a key made at random per process.
+	// applies, with a key made at random per process. Surrounding whitespace is dropped,
+	// as the API does; whitespace or control characters inside are refused.
 	Token string
 	// SessionTTL is how long a login lasts. Default: DefaultSessionTTL.
 	SessionTTL time.Duration
@@ -74,6 +76,12 @@ func (cfg *Config) validate() error {
 	if cfg.Store == nil {
 		errs = append(errs, errors.New("Store is required"))
 	}
+	// The login form's token is compared trimmed, so the configured one is trimmed too.
+	token, err := validate.Token(cfg.Token)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.Token = token
 	if cfg.SessionTTL < time.Minute {
 		errs = append(errs, fmt.Errorf("SessionTTL must be at least a minute, got %s", cfg.SessionTTL))
 	}

@@ -138,19 +138,26 @@ func parseNextRun(raw, zone string) (time.Time, error) {
 	if raw == "" {
 		return time.Time{}, badRequest("Enter the next run time, e.g. 2030-01-02T15:04 (in the schedule's zone) or 2030-01-02T15:04:00Z.")
 	}
-	if t, err := time.Parse(time.RFC3339Nano, raw); err == nil {
-		return t.UTC(), nil
-	}
-	loc, err := cron.LoadLocation(zone)
+	at, err := time.Parse(time.RFC3339Nano, raw)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("schedule zone %q: %w", zone, err)
-	}
-	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02 15:04:05"} {
-		if t, err := time.ParseInLocation(layout, raw, loc); err == nil {
-			return t.UTC(), nil
+		loc, lerr := cron.LoadLocation(zone)
+		if lerr != nil {
+			return time.Time{}, fmt.Errorf("schedule zone %q: %w", zone, lerr)
+		}
+		for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04", "2006-01-02 15:04:05"} {
+			if at, err = time.ParseInLocation(layout, raw, loc); err == nil {
+				break
+			}
 		}
 	}
-	return time.Time{}, badRequest("%q is not a time: use 2030-01-02T15:04 (in the schedule's zone, %s) or RFC 3339 such as 2030-01-02T15:04:00Z.", raw, zone)
+	if err != nil {
+		return time.Time{}, badRequest("%q is not a time: use 2030-01-02T15:04 (in the schedule's zone, %s) or RFC 3339 such as 2030-01-02T15:04:00Z.", raw, zone)
+	}
+	if at.Before(store.EarliestTime) {
+		// As in the API: a year-1 time is a zero value, which the store reads as missing.
+		return time.Time{}, badRequest("%q is before 1970-01-01: enter a later time (a past one is due at once).", raw)
+	}
+	return at.UTC(), nil
 }
 
 // scheduleAction runs op on the schedule in the path and goes back with its outcome. Bad

@@ -250,3 +250,16 @@ func TestSharedStatsOneQueryForConcurrentFetches(t *testing.T) {
 		t.Fatalf("%d Stats queries for 5 concurrent live fetches, want 1", n)
 	}
 }
+
+// TestTokenIsTrimmed: a token read from a secret file keeps its newline; the login form's
+// token is compared trimmed, so the configured one is trimmed too, or nobody could log in.
+// One that still holds whitespace or a control character is refused.
+func TestTokenIsTrimmed(t *testing.T) {
+	d := newDashboard(t, Config{Store: memoryStore(t), Token: testToken + "\n"})
+	login(t, newBrowser(t, d), "/")
+	for _, bad := range []string{"s3 cret", "s3\x00cret", "\n"} {
+		if _, err := New(Config{Store: memoryStore(t), Token: bad}); err == nil {
+			t.Errorf("New accepted the token %q", bad)
+		}
+	}
+}

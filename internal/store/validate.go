@@ -24,6 +24,11 @@ const (
 	MaxErrorMessageLength = 8 << 10 // longer errors (stacks) are truncated, not rejected
 )
 
+// EarliestTime is the earliest scheduled_for or next_run_at the API and the dashboard
+// take. An earlier one is almost always a client's zero value (0001-01-01T00:00:00Z),
+// which Go reads as "not set": now for a task, missing for a reschedule.
+var EarliestTime = time.Unix(0, 0).UTC()
+
 // namePattern is what kind and queue names look like: they appear in URLs, metrics labels
 // and SQS queue names, so they stay plain.
 var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*$`)
@@ -39,6 +44,60 @@ func ValidateName(field, name string) error {
 		return fmt.Errorf("%w: %s %q must start with a letter and contain only letters, digits, '_', '.', ':' or '-'", ErrInvalid, field, name)
 	}
 	return nil
+}
+
+// validFilter checks a queue or kind filter: "" matches everything, anything else must
+// be a valid name. Names are checked on create, so another value could match nothing,
+// and PostgreSQL refuses some outright (NUL, invalid UTF-8): both adapters say ErrInvalid.
+func validFilter(field, value string) error {
+	if value == "" {
+		return nil
+	}
+	return ValidateName(field, value)
+}
+
+func validFilters(queue, kind string) error {
+	if err := validFilter("queue", queue); err != nil {
+		return err
+	}
+	return validFilter("kind", kind)
+}
+
+func validReason(reason Status) error {
+	switch reason {
+	case "", StatusDead, StatusFailed:
+		return nil
+	}
+	return fmt.Errorf("%w: reason must be DEAD or FAILED, got %q", ErrInvalid, reason)
+}
+
+// Validate checks the filters (the adapters call it; they decode limit and cursor).
+func (p ListParams) Validate() error {
+	for _, st := range p.Statuses {
+		if !st.Valid() {
+			return fmt.Errorf("%w: unknown status %q", ErrInvalid, st)
+		}
+	}
+	return validFilters(p.Queue, p.Kind)
+}
+
+// Validate checks the filters (the adapters call it; they decode limit and cursor).
+func (p DeadLetterParams) Validate() error {
+	if err := validReason(p.Reason); err != nil {
+		return err
+	}
+	return validFilters(p.Queue, p.Kind)
+}
+
+// Validate checks the limit and the filters; the adapters call it.
+func (p ReplayParams) Validate() error {
+	if p.Limit < 1 || p.Limit > MaxListLimit {
+		return fmt.Errorf("%w: limit must be between 1 and %d, got %d", ErrInvalid, MaxListLimit, p.Limit)
+	}
+	if err := validReason(p.Reason); err != nil {
+		return err
+	}
+	return validFilters(p.Queue, p.Kind)
 }
 
 // Normalize fills defaults (queue, payload, max attempts) and validates the params. It is

@@ -5,6 +5,8 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"unicode"
 )
 
 // Problems is a list of configuration problems. The zero value is empty and ready.
@@ -29,4 +31,20 @@ func (p *Problems) Add(err error) {
 // Err joins the recorded problems (errors.Join), nil when there are none.
 func (p *Problems) Err() error {
 	return errors.Join(p.errs...)
+}
+
+// Token returns an API token without its surrounding whitespace (a secret file's
+// trailing newline; requests are compared trimmed too), or an error when what is left
+// cannot be a bearer token: empty although something was given, or holding whitespace
+// or control characters, which no Authorization header carries intact. The error never
+// repeats the token.
+func Token(raw string) (string, error) {
+	token := strings.TrimSpace(raw)
+	switch {
+	case token == "" && raw != "":
+		return "", errors.New("the API token is only whitespace")
+	case strings.ContainsFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return "", errors.New("the API token holds whitespace or a control character; a bearer token is one word")
+	}
+	return token, nil
 }

@@ -15,11 +15,8 @@ func (s *Store) ReplayTasks(ctx context.Context, p store.ReplayParams) ([]*store
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if p.Limit < 1 || p.Limit > store.MaxListLimit {
-		return nil, fmt.Errorf("replay tasks: %w: limit must be between 1 and %d, got %d", store.ErrInvalid, store.MaxListLimit, p.Limit)
-	}
-	if p.Reason != "" && p.Reason != store.StatusDead && p.Reason != store.StatusFailed {
-		return nil, fmt.Errorf("replay tasks: %w: reason must be DEAD or FAILED, got %q", store.ErrInvalid, p.Reason)
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("replay tasks: %w", err)
 	}
 	var only map[uuid.UUID]bool
 	if len(p.TaskIDs) > 0 {

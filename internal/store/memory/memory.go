@@ -371,6 +371,9 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) ([]*store.Tas
 		return nil, "", err
 	}
 	limit, err := store.NormalizeLimit(p.Limit)
+	if err == nil {
+		err = p.Validate()
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", err)
 	}
@@ -378,9 +381,6 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) ([]*store.Tas
 	if len(p.Statuses) > 0 {
 		statuses = map[store.Status]bool{}
 		for _, st := range p.Statuses {
-			if !st.Valid() {
-				return nil, "", fmt.Errorf("list tasks: %w: unknown status %q", store.ErrInvalid, st)
-			}
 			statuses[st] = true
 		}
 	}
@@ -436,11 +436,11 @@ func (s *Store) ListDeadLetters(ctx context.Context, p store.DeadLetterParams) (
 		return nil, "", err
 	}
 	limit, err := store.NormalizeLimit(p.Limit)
+	if err == nil {
+		err = p.Validate()
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("list dead letters: %w", err)
-	}
-	if p.Reason != "" && p.Reason != store.StatusDead && p.Reason != store.StatusFailed {
-		return nil, "", fmt.Errorf("list dead letters: %w: reason must be DEAD or FAILED, got %q", store.ErrInvalid, p.Reason)
 	}
 	var before int64 = -1
 	if p.Cursor != "" {

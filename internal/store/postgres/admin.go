@@ -18,11 +18,8 @@ var (
 
 // ReplayTasks replays matching DEAD and FAILED tasks in one statement.
 func (s *Store) ReplayTasks(ctx context.Context, params store.ReplayParams) ([]*store.Task, error) {
-	if params.Limit < 1 || params.Limit > store.MaxListLimit {
-		return nil, fmt.Errorf("replay tasks: %w: limit must be between 1 and %d, got %d", store.ErrInvalid, store.MaxListLimit, params.Limit)
-	}
-	if params.Reason != "" && params.Reason != store.StatusDead && params.Reason != store.StatusFailed {
-		return nil, fmt.Errorf("replay tasks: %w: reason must be DEAD or FAILED, got %q", store.ErrInvalid, params.Reason)
+	if err := params.Validate(); err != nil {
+		return nil, fmt.Errorf("replay tasks: %w", err)
 	}
 	var ids []uuid.UUID
 	if len(params.TaskIDs) > 0 {

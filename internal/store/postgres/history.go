@@ -64,13 +64,11 @@ func (s *Store) ListAttempts(ctx context.Context, taskID uuid.UUID) ([]store.Att
 // ListDeadLetters pages through dead-letter events, newest first.
 func (s *Store) ListDeadLetters(ctx context.Context, params store.DeadLetterParams) ([]store.DeadLetter, string, error) {
 	limit, err := store.NormalizeLimit(params.Limit)
+	if err == nil {
+		err = params.Validate()
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("list dead letters: %w", err)
-	}
-	switch params.Reason {
-	case "", store.StatusDead, store.StatusFailed:
-	default:
-		return nil, "", fmt.Errorf("list dead letters: %w: reason must be DEAD or FAILED, not %q", store.ErrInvalid, params.Reason)
 	}
 	var after int64
 	if params.Cursor != "" {

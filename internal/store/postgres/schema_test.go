@@ -205,6 +205,8 @@ func TestTranslate(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", pgx.ErrNoRows), store.ErrNotFound},
 		{&pgconn.PgError{Code: "23514", ConstraintName: "tasks_status_transition"}, store.ErrIllegalTransition},
 		{&pgconn.PgError{Code: "23505", ConstraintName: "tasks_idempotency_key"}, store.ErrConflict},
+		{&pgconn.PgError{Code: "22021", Message: `invalid byte sequence for encoding "UTF8": 0x00`}, store.ErrInvalid},
+		{&pgconn.PgError{Code: "22P05", Message: "unsupported Unicode escape sequence"}, store.ErrInvalid},
 	} {
 		err := postgres.Translate("do thing", tc.err)
 		if !errors.Is(err, tc.want) || !strings.HasPrefix(err.Error(), "do thing: ") {
@@ -221,6 +223,29 @@ func TestTranslate(t *testing.T) {
 	}
 	if postgres.Translate("x", nil) != nil {
 		t.Error("translate(nil) != nil")
+	}
+}
+
+// TestTranslateUnstorableText: text PostgreSQL cannot store is the caller's input, so it
+// is ErrInvalid (a 400), whichever statement meets it first.
+func TestTranslateUnstorableText(t *testing.T) {
+	t.Parallel()
+	_, pool := newStore(t)
+	for _, tc := range []struct {
+		sql  string
+		args []any
+	}{
+		{"SELECT $1::text", []any{"\x00"}},
+		{"SELECT $1::text", []any{"\xff"}},
+		{`SELECT '"\u0000"'::jsonb`, nil},
+	} {
+		_, err := pool.Exec(context.Background(), tc.sql, tc.args...)
+		if err == nil {
+			t.Fatalf("%s %q: no error", tc.sql, tc.args)
+		}
+		if err := postgres.Translate("op", err); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s %q: translated to %v, want ErrInvalid", tc.sql, tc.args, err)
+		}
 	}
 }
 

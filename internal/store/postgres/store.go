@@ -88,6 +88,10 @@ func translate(op string, err error) error {
 			return fmt.Errorf("%s: %w: %s", op, store.ErrIllegalTransition, pgErr.Message)
 		case pgErr.Code == "23505":
 			return fmt.Errorf("%s: %w: %s (%s)", op, store.ErrConflict, pgErr.Message, pgErr.ConstraintName)
+		case pgErr.Code == "22021" || pgErr.Code == "22P05":
+			// Text PostgreSQL cannot store (NUL, invalid UTF-8): the caller's input, not a
+			// fault of ours. Validation should have caught it first; this keeps it a 400.
+			return fmt.Errorf("%s: %w: %s", op, store.ErrInvalid, pgErr.Message)
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)

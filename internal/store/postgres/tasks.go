@@ -131,14 +131,14 @@ func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) 
 // ListTasks pages through tasks, newest first.
 func (s *Store) ListTasks(ctx context.Context, params store.ListParams) ([]*store.Task, string, error) {
 	limit, err := store.NormalizeLimit(params.Limit)
+	if err == nil {
+		err = params.Validate()
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", err)
 	}
 	var statuses []string
 	for _, st := range params.Statuses {
-		if !st.Valid() {
-			return nil, "", fmt.Errorf("list tasks: %w: unknown status %q", store.ErrInvalid, st)
-		}
 		statuses = append(statuses, string(st))
 	}
 	var after pgtype.UUID

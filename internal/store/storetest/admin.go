@@ -161,10 +161,15 @@ func testReplayTasksSharingAKey(t *testing.T, s store.Store) {
 }
 
 func testReplayTasksInvalid(t *testing.T, s store.Store) {
-	for _, p := range []store.ReplayParams{{Limit: 0}, {Limit: -1}, {Limit: store.MaxListLimit + 1}, {Limit: 1, Reason: store.StatusCanceled}} {
+	failed := driveTo(t, s, store.CreateParams{Kind: "k"}, store.StatusFailed)
+	for _, p := range []store.ReplayParams{{Limit: 0}, {Limit: -1}, {Limit: store.MaxListLimit + 1}, {Limit: 1, Reason: store.StatusCanceled},
+		{Limit: 1, Queue: "\x00"}, {Limit: 1, Kind: "\xff"}, {Limit: 1, Queue: "a b"}} {
 		if _, err := s.ReplayTasks(ctx(t), p); !errors.Is(err, store.ErrInvalid) {
 			t.Fatalf("ReplayTasks(%+v): %v, want ErrInvalid", p, err)
 		}
+	}
+	if got := get(t, s, failed.ID); got.Status != store.StatusFailed {
+		t.Fatalf("an invalid bulk replay changed a task: it is %s", got.Status)
 	}
 }
 

@@ -177,6 +177,9 @@ func testDeadLettersInvalid(t *testing.T, s store.Store) {
 		{Limit: store.MaxListLimit + 1},
 		{Reason: store.StatusPending},
 		{Reason: store.StatusCanceled},
+		{Queue: "\x00"},
+		{Kind: "\xff"},
+		{Queue: "a b"},
 	} {
 		_, _, err := s.ListDeadLetters(ctx(t), p)
 		wantErr(t, err, store.ErrInvalid, fmt.Sprintf("ListDeadLetters(%+v)", p))

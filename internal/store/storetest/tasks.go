@@ -426,6 +426,12 @@ func testListInvalid(t *testing.T, s store.Store) {
 		{Limit: -1},
 		{Limit: store.MaxListLimit + 1},
 		{Statuses: []store.Status{"BOGUS"}},
+		// A filter that is not a valid name matches no task (names are checked on
+		// create); PostgreSQL would refuse NUL and invalid UTF-8 outright.
+		{Queue: "\x00"},
+		{Kind: "\xff"},
+		{Queue: "bad queue"},
+		{Kind: strings.Repeat("k", store.MaxNameLength+1)},
 	} {
 		_, _, err := s.ListTasks(ctx(t), p)
 		wantErr(t, err, store.ErrInvalid, fmt.Sprintf("ListTasks(%+v)", p))
