@@ -282,3 +282,37 @@ func TestLoginThrottlesWrongTokens(t *testing.T) {
 	now = now.Add(time.Minute)
 	login(t, b, "/")
 }
+
+// TestHostRuleWithoutToken: without a token the dashboard answers only requests
+// addressed to an IP address or localhost, so a DNS-rebinding page (same-origin to the
+// browser, its own name in Host) can neither read a page nor post a form. With a token
+// the rule is off: the login stands in the way.
+func TestHostRuleWithoutToken(t *testing.T) {
+	st := memoryStore(t)
+	task := createTask(t, st, store.CreateParams{})
+	d := newDashboard(t, Config{Store: st})
+	page := "/tasks/" + task.ID.String()
+	good := newBrowser(t, d).csrf(page)
+
+	b := newBrowser(t, d)
+	b.host = "rebind.example:8080"
+	b.header.Set("Sec-Fetch-Site", "same-origin")
+	for _, path := range []string{"/", page, "/no-such-page", "/login"} {
+		b.get(path).want(t, http.StatusForbidden).wantFlash(t, "error", `not to "rebind.example:8080"`).contains(t, "ROTA_API_TOKEN")
+	}
+	b.post(page+"/cancel", url.Values{"csrf": {good}}).want(t, http.StatusForbidden)
+	wantStatus(t, st, task.ID, store.StatusPending)
+
+	for _, host := range []string{"localhost:8080", "127.0.0.1", "[::1]:8080", "192.0.2.10:80"} {
+		b.host = host
+		b.get("/").want(t, http.StatusOK)
+	}
+	b.post(page+"/cancel", url.Values{"csrf": {good}}).want(t, http.StatusSeeOther)
+	wantStatus(t, st, task.ID, store.StatusCanceled)
+
+	withToken := newBrowser(t, newDashboard(t, Config{Store: st, Token: testToken}))
+	withToken.host = "rota.example.com"
+	withToken.get("/").want(t, http.StatusSeeOther)
+	login(t, withToken, "/")
+	withToken.get("/").want(t, http.StatusOK)
+}

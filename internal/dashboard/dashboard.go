@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/authlimit"
+	"github.com/rotaqueue/rota/internal/browserguard"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -89,7 +90,6 @@ type Dashboard struct {
 	cfg        Config
 	mux        *http.ServeMux
 	keys       keys
-	crossOrig  *http.CrossOriginProtection
 	pages      *pageSet
 	assets     *assetSet
 	throughput *throughputCache
@@ -118,7 +118,6 @@ func New(cfg Config) (*Dashboard, error) {
 		cfg:        cfg,
 		mux:        http.NewServeMux(),
 		keys:       k,
-		crossOrig:  http.NewCrossOriginProtection(),
 		pages:      pages,
 		assets:     assets,
 		throughput: newThroughputCache(cfg.Store),
@@ -155,8 +154,9 @@ func (d *Dashboard) get(pattern string, h http.HandlerFunc) { d.mux.HandleFunc("
 // its origin, session and csrf field before the handler runs.
 func (d *Dashboard) post(pattern string, h http.HandlerFunc) { d.mux.HandleFunc("POST "+pattern, h) }
 
-// ServeHTTP applies, in order: security headers, panic recovery, the cross-origin check
-// on every non-GET request, the session check (when a token is set), the CSRF token on
+// ServeHTTP applies, in order: security headers, panic recovery, browserguard's checks
+// (cross-site requests with an unsafe method; without a token, Host names other than an
+// IP address or localhost), the session check (when a token is set), the CSRF token on
 // every POST but the login, and then the route.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header())
@@ -170,13 +170,18 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	safe := r.Method == http.MethodGet || r.Method == http.MethodHead
-	if !safe {
-		// Sec-Fetch-Site (or Origin against Host): a browser's cross-site form post stops here,
-		// even one carrying a valid session cookie and csrf value.
-		if err := d.crossOrig.Check(r); err != nil {
-			d.renderError(w, r, http.StatusForbidden, "This request came from another site and was refused; nothing was changed. Use the dashboard's own forms.")
+	// A browser's cross-site form post stops here, even one carrying a valid session
+	// cookie and csrf value; so does a DNS-rebinding page when there is no token.
+	if err := browserguard.Check(r, d.keys.authRequired); err != nil {
+		var he *browserguard.HostError
+		if errors.As(err, &he) {
+			d.renderError(w, r, http.StatusForbidden, fmt.Sprintf("This server has no API token, so it only answers requests "+
+				"addressed to an IP address or localhost, not to %q (a guard against DNS rebinding); nothing was changed. "+
+				"Open the dashboard by IP address or at localhost, or set ROTA_API_TOKEN on the server.", he.Host))
 			return
 		}
+		d.renderError(w, r, http.StatusForbidden, "This request came from another site and was refused; nothing was changed. Use the dashboard's own forms.")
+		return
 	}
 	public := r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/assets/")
 	sess, ok := d.session(r)

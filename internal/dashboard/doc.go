@@ -41,11 +41,16 @@
 //
 // Every mutating request is a POST and passes two independent checks before its
 // handler runs: net/http's CrossOriginProtection (Sec-Fetch-Site, or Origin against
-// Host), which refuses cross-site browser requests with 403, and a hidden csrf field
+// Host, through internal/browserguard, which the API shares), which refuses cross-site
+// browser requests with 403, and a hidden csrf field
 // equal to an HMAC of the session cookie (compared in constant time), which a page on
 // another site cannot read. Without a token the csrf field is an HMAC under a key drawn
 // at random when the process starts, so the second check holds too (and a form from
 // before a restart must be reloaded). Every answer carries a Content-Security-Policy
 // that allows only the dashboard's own script and stylesheet (no inline script or
 // style), X-Frame-Options: DENY, and Cache-Control: no-store except for the assets.
+//
+// Without a token, every request whose Host is a DNS name other than localhost gets 403
+// (browserguard): a DNS-rebinding page is same-origin to the browser, so neither check
+// above would stop it from reading pages or posting forms with a csrf field it read.
 package dashboard
