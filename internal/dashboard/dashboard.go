@@ -156,8 +156,9 @@ func (d *Dashboard) post(pattern string, h http.HandlerFunc) { d.mux.HandleFunc(
 
 // ServeHTTP applies, in order: security headers, panic recovery, browserguard's checks
 // (cross-site requests with an unsafe method; without a token, Host names other than an
-// IP address or localhost), the session check (when a token is set), the CSRF token on
-// every POST but the login, and then the route.
+// IP address or localhost), the session check (when a token is set: the session cookie
+// or the token as a Bearer token), the CSRF token on every POST but the login and those
+// with the Bearer token, and then the route.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header())
 	defer func() {
@@ -183,9 +184,13 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.renderError(w, r, http.StatusForbidden, "This request came from another site and was refused; nothing was changed. Use the dashboard's own forms.")
 		return
 	}
+	bearer, answered := d.checkBearer(w, r)
+	if answered {
+		return
+	}
 	public := r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/assets/")
 	sess, ok := d.session(r)
-	if !public && !ok {
+	if !public && !ok && !bearer {
 		if safe {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(localPath(r.URL.RequestURI())), http.StatusSeeOther)
 			return
@@ -199,7 +204,9 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			d.renderError(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
 			return
 		}
-		if r.URL.Path != "/login" && !d.keys.validCSRF(sess, r.PostForm.Get("csrf")) {
+		// Browsers never attach a Bearer token on their own, so a page on another site
+		// cannot make one send it: such a request needs no csrf field.
+		if r.URL.Path != "/login" && !bearer && !d.keys.validCSRF(sess, r.PostForm.Get("csrf")) {
 			d.renderError(w, r, http.StatusForbidden, "The form's security token is missing or wrong (the page may be from an old session); nothing was changed. Reload the page and try again.")
 			return
 		}
