@@ -370,3 +370,18 @@ func TestBearerToken(t *testing.T) {
 	open.get("/").want(t, http.StatusOK)
 	open.post(cancel, url.Values{}).want(t, http.StatusForbidden).wantFlash(t, "error", "security token")
 }
+
+// TestPostToNoPageIs404: a POST to a path without a page is 404 before the csrf check,
+// so a client given a wrong base URL (rota --server http://host/prefix) is told that
+// there is nothing there rather than that its form lacks a field.
+func TestPostToNoPageIs404(t *testing.T) {
+	for _, token := range []string{"", testToken} {
+		b := newBrowser(t, newDashboard(t, Config{Store: memoryStore(t), Token: token}))
+		if token != "" {
+			b.header.Set("Authorization", "Bearer "+token)
+		}
+		for _, path := range []string{"/prefix/api/tasks/0190d6a4-7a4c-7d4e-8c8c-6f2f2f2f2f2f/cancel", "/prefix/api/dead-letters/replay", "/tasks"} {
+			b.post(path, nil).want(t, http.StatusNotFound).wantFlash(t, "error", "There is no page at "+path)
+		}
+	}
+}

@@ -142,11 +142,14 @@ func New(cfg Config) (*Dashboard, error) {
 	d.post("/schedules/{name}/resume", d.resumeSchedule)
 	d.post("/schedules/{name}/trigger", d.triggerSchedule)
 	d.post("/schedules/{name}/reschedule", d.rescheduleSchedule)
-	d.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	d.mux.HandleFunc(noPage, func(w http.ResponseWriter, r *http.Request) {
 		d.renderError(w, r, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	})
 	return d, nil
 }
+
+// noPage is the catch-all pattern: paths no page has get 404.
+const noPage = "/"
 
 func (d *Dashboard) get(pattern string, h http.HandlerFunc) { d.mux.HandleFunc("GET "+pattern, h) }
 
@@ -157,8 +160,8 @@ func (d *Dashboard) post(pattern string, h http.HandlerFunc) { d.mux.HandleFunc(
 // ServeHTTP applies, in order: security headers, panic recovery, browserguard's checks
 // (cross-site requests with an unsafe method; without a token, Host names other than an
 // IP address or localhost), the session check (when a token is set: the session cookie
-// or the token as a Bearer token), the CSRF token on every POST but the login and those
-// with the Bearer token, and then the route.
+// or the token as a Bearer token), 404 for paths without a page, the CSRF token on every
+// POST but the login and those with the Bearer token, and then the route.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header())
 	defer func() {
@@ -196,6 +199,12 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.renderError(w, r, http.StatusForbidden, "You are not logged in (or your session expired); nothing was changed. Log in and try again.")
+		return
+	}
+	if _, pattern := d.mux.Handler(r); pattern == noPage {
+		// 404 before the form checks: a POST to no page (a client given a wrong base
+		// URL, say) is told so, not that its csrf field is missing.
+		d.mux.ServeHTTP(w, r)
 		return
 	}
 	if !safe {
