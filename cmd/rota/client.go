@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -108,6 +109,9 @@ func normalizeServer(s string) (string, error) {
 
 // explain adds what to do about errors the user can fix from the command line.
 func (c *clientFlags) explain(err error) error {
+	if errors.Is(err, apiclient.ErrNotAPI) {
+		return fmt.Errorf("%w; is --server the Rota server's base URL?", err)
+	}
 	if apiclient.IsUnauthorized(err) {
 		if c.token == "" {
 			return fmt.Errorf("%w (the server needs an API token: pass --token or set ROTA_API_TOKEN)", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/api"
+	"github.com/rotaqueue/rota/internal/dashboard"
 	"github.com/rotaqueue/rota/internal/handlers"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
@@ -583,5 +584,36 @@ func TestParseArgs(t *testing.T) {
 	pos, err := parseArgs(fs, []string{"a", "--json", "b", "--queue", "q", "--", "--not-a-flag"})
 	if err != nil || *j != true || *q != "q" || strings.Join(pos, " ") != "a b --not-a-flag" {
 		t.Errorf("got %q %v json=%v queue=%q", pos, err, *j, *q)
+	}
+}
+
+// TestClientWithWrongBaseURL: a --server whose path is not the Rota server's base URL
+// reaches the dashboard, whose HTML answers become one readable line with a hint.
+func TestClientWithWrongBaseURL(t *testing.T) {
+	a := newTestAPI(t, "")
+	dash, err := dashboard.New(dashboard.Config{Store: a.store, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := api.New(api.Config{Store: a.store, Dashboard: dash, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	a.url = hs.URL + "/prefix"
+
+	id := uuid.Must(uuid.NewV7()).String()
+	for _, args := range [][]string{{"tasks", "list"}, {"tasks", "cancel", id}, {"dead-letters", "replay", "--queue", "q"}} {
+		_, _, err := a.cli(t, args...)
+		if err == nil {
+			t.Fatalf("%v: no error", args)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "HTTP 404 Not Found from "+a.url) || !strings.HasSuffix(msg, "is --server the Rota server's base URL?") ||
+			strings.ContainsAny(msg, "<\n") {
+			t.Errorf("%v: %q, want one line with the status, the server and a hint", args, msg)
+		}
 	}
 }

@@ -26,15 +26,45 @@ func listen(addr string) (net.Listener, error) {
 	return ln, nil
 }
 
+// Connection limits of every HTTP server (the API with the dashboard, and a worker's
+// --metrics-addr), so that slow or idle clients cannot hold connections forever.
+const (
+	// readHeaderTimeout bounds the request line and headers.
+	readHeaderTimeout = 10 * time.Second
+	// readTimeout bounds reading a whole request, body included (a 16 MiB batch needs
+	// about 280 KB/s). It does not cover the handler: net/http clears the read deadline
+	// once the body is read, so a claim's long poll (up to 20 s) and a slow store call
+	// keep their context (TestTimeoutsCloseSlowAndIdleConnections).
+	readTimeout = time.Minute
+	// writeTimeout bounds a client that stops reading an answer. It runs from the end of
+	// the request headers, so it has to cover the 20 s long poll, a slow store call and
+	// writing the largest answer (a page of 1,000 tasks with payloads up to 1 MiB each)
+	// to a slow client: cutting it short truncates the answer with no error the client
+	// can tell from a broken connection. Hence generous.
+	writeTimeout = 10 * time.Minute
+	// idleTimeout closes a keep-alive connection between requests; longer than Go
+	// clients' own 90 s, so that a client retires an idle connection before the server
+	// closes it under a request it is sending.
+	idleTimeout = 2 * time.Minute
+)
+
+// newHTTPServer returns the server for h with the connection limits above.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
 // serveHTTP serves h on ln until ctx ends, then shuts down gracefully: stopping (if not
 // nil; the API's Close, which ends its long polls) runs first, then in-flight requests
 // get shutdownTimeout to finish.
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, stopping func(), log *slog.Logger) error {
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(h, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -183,10 +183,22 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	// Every error code the handlers use is in the Error schema's enum.
 	schemas := whole.(map[string]any)["components"].(map[string]any)["schemas"].(map[string]any)
 	enum := schemas["Error"].(map[string]any)["properties"].(map[string]any)["error"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
-	for _, code := range []string{codeInvalidRequest, codeInvalidJSON, codeUnauthorized, codeNotFound, codeMethodNotAllowed,
-		codeIllegalTransition, codeLeaseLost, codeConflict, codePayloadTooLarge, codeUnsupportedMediaType, codeInternal, codeUnavailable} {
+	for _, code := range []string{codeInvalidRequest, codeInvalidJSON, codeUnauthorized, codeTooManyRequests, codeCrossOrigin,
+		codeHostNotAllowed, codeNotFound, codeMethodNotAllowed, codeIllegalTransition, codeLeaseLost, codeConflict,
+		codePayloadTooLarge, codeUnsupportedMediaType, codeInternal, codeUnavailable} {
 		if !slices.Contains(enum, any(code)) {
 			t.Errorf("error code %q is not documented", code)
+		}
+	}
+
+	// browserguard's 403 can answer every route but the probes.
+	paths := whole.(map[string]any)["paths"].(map[string]any)
+	for path, item := range paths {
+		for method, op := range item.(map[string]any) {
+			_, has403 := op.(map[string]any)["responses"].(map[string]any)["403"]
+			if probe := path == "/healthz" || path == "/readyz"; has403 == probe {
+				t.Errorf("%s %s: documents 403 = %v, want %v", method, path, has403, !probe)
+			}
 		}
 	}
 

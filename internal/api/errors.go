@@ -15,6 +15,8 @@ const (
 	codeInvalidJSON          = "invalid_json"
 	codeUnauthorized         = "unauthorized"
 	codeTooManyRequests      = "too_many_requests"
+	codeCrossOrigin          = "cross_origin"
+	codeHostNotAllowed       = "host_not_allowed"
 	codeNotFound             = "not_found"
 	codeMethodNotAllowed     = "method_not_allowed"
 	codeIllegalTransition    = "illegal_transition"

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -25,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/rotaqueue/rota/internal/authlimit"
+	"github.com/rotaqueue/rota/internal/browserguard"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/validate"
@@ -38,7 +40,8 @@ type Config struct {
 
 	// Token, when non-empty, is the bearer token every request needs
 	// (Authorization: Bearer <token>), except /healthz, /readyz and, unless MetricsAuth,
-	// /metrics. Empty means no authentication (bind to loopback then). Surrounding
+	// /metrics. Empty means no authentication (bind to loopback then); requests whose
+	// Host is a DNS name other than localhost are then refused (browserguard). Surrounding
 	// whitespace is dropped (a secret file's newline); whitespace or control characters
 	// inside are refused (validate.Token).
 	Token string
@@ -273,8 +276,9 @@ func (s *Server) route(method, pattern string, h http.Handler) {
 	}
 }
 
-// ServeHTTP authenticates the request and routes it; requests no route takes get a JSON
-// 404 or 405 rather than ServeMux's plain-text ones.
+// ServeHTTP hands the dashboard its paths, applies browserguard's checks, authenticates
+// the request and routes it; requests no route takes get a JSON 404 or 405 rather than
+// ServeMux's plain-text ones.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Dashboard != nil && !apiPath(r.URL.Path) {
 		s.cfg.Dashboard.ServeHTTP(w, r)
@@ -291,6 +295,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !s.guarded(w, r) {
+		return
+	}
 	if s.needsToken(r) {
 		// A client that keeps presenting wrong tokens is refused before its token is
 		// compared (authlimit): guessing the token takes forever.
@@ -322,6 +329,28 @@ func apiPath(path string) bool {
 		return true
 	}
 	return strings.HasPrefix(path, "/api/")
+}
+
+// guarded applies browserguard's rules (cross-site browser requests; without a token,
+// Host names other than an IP address or localhost) and answers 403 to a request they
+// refuse. The probes are left out: they tell only whether the process is up and ready,
+// and a load balancer or kubelet may address the server by any name.
+func (s *Server) guarded(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		return true
+	}
+	err := browserguard.Check(r, s.cfg.Token != "")
+	var he *browserguard.HostError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &he):
+		writeError(w, http.StatusForbidden, codeHostNotAllowed, he.Error())
+	default:
+		writeError(w, http.StatusForbidden, codeCrossOrigin,
+			"a cross-site browser request was refused and nothing was changed: call the API from a program, not from a page on another site")
+	}
+	return false
 }
 
 // needsToken reports whether r must carry the token. It lists what stays open rather

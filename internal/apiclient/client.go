@@ -1,7 +1,8 @@
 // Package apiclient is a small typed client for Rota's HTTP API (docs/api.md).
 //
 // Every method takes a context; API errors come back as *Error with the status and the
-// server's error code, and a server that cannot be reached gives an error naming its URL.
+// server's error code (answers that are not the API's, such as an HTML page, wrap
+// ErrNotAPI), and a server that cannot be reached gives an error naming its URL.
 // The client keeps no state but its configuration and is safe for concurrent use.
 package apiclient
 
@@ -12,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -50,6 +52,8 @@ type Error struct {
 	Status  int    // HTTP status, e.g. 404
 	Code    string // the API's snake_case code, e.g. "not_found"
 	Message string
+
+	notAPI bool // the body was not the API's error shape
 }
 
 func (e *Error) Error() string {
@@ -58,6 +62,19 @@ func (e *Error) Error() string {
 	}
 	return e.Code + ": " + e.Message
 }
+
+// Unwrap lets errors.Is find ErrNotAPI in an answer that was not the API's error shape.
+func (e *Error) Unwrap() error {
+	if e.notAPI {
+		return ErrNotAPI
+	}
+	return nil
+}
+
+// ErrNotAPI is in the chain of errors for answers that did not come from the Rota API:
+// an HTML page or other body where the API's JSON was due, as another server, a proxy
+// or the dashboard (a base URL with a wrong path) answers.
+var ErrNotAPI = errors.New("not an answer of the Rota API")
 
 // IsNotFound reports whether err is an API error with status 404.
 func IsNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
@@ -258,6 +275,10 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if out == nil {
 		return resp.StatusCode, nil
 	}
+	if !isJSON(resp) {
+		return resp.StatusCode, fmt.Errorf("%s %s: the server at %s answered HTTP %d with %s: %w",
+			method, path, c.baseURL, resp.StatusCode, contentType(resp), ErrNotAPI)
+	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		if ctx.Err() != nil {
 			return resp.StatusCode, fmt.Errorf("%s %s: %w", method, path, ctx.Err())
@@ -284,7 +305,9 @@ func (c *Client) transportError(ctx context.Context, method, path string, err er
 }
 
 // errorFromResponse reads an error answer. A body that is not the API's error shape (a
-// proxy's HTML page, say) still gives an *Error, with a code made from the status.
+// proxy's HTML page, say) still gives an *Error, with a code made from the status and a
+// one-line message without the page (only a plain-text body is quoted, shortened); it
+// wraps ErrNotAPI.
 func (c *Client) errorFromResponse(method, path string, resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var env struct {
@@ -300,14 +323,23 @@ func (c *Client) errorFromResponse(method, path string, resp *http.Response) err
 	if code == "" {
 		code = "http_" + strconv.Itoa(resp.StatusCode)
 	}
-	msg := fmt.Sprintf("HTTP %d from %s for %s %s", resp.StatusCode, c.baseURL, method, path)
-	if snippet := strings.Join(strings.Fields(string(b)), " "); snippet != "" {
-		if len(snippet) > 200 {
-			snippet = snippet[:200] + "..."
+	status := strings.TrimSpace(strconv.Itoa(resp.StatusCode) + " " + http.StatusText(resp.StatusCode))
+	msg := fmt.Sprintf("HTTP %s from %s for %s %s: %s (%s)", status, c.baseURL, method, path, ErrNotAPI, contentType(resp))
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/plain" {
+		if snippet := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "")), " "); snippet != "" {
+			if len(snippet) > 200 {
+				snippet = strings.ToValidUTF8(snippet[:200], "") + "..."
+			}
+			msg += ": " + snippet
 		}
-		msg += ": " + snippet
 	}
-	return &Error{Status: resp.StatusCode, Code: code, Message: msg}
+	return &Error{Status: resp.StatusCode, Code: code, Message: msg, notAPI: true}
+}
+
+// isJSON reports whether resp says its body is JSON (application/json, any parameters).
+func isJSON(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "application/json"
 }
 
 func contentType(resp *http.Response) string {

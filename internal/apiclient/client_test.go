@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -220,13 +221,44 @@ func TestAPIErrors(t *testing.T) {
 		t.Error("IsNotFound/IsUnauthorized disagree with the status")
 	}
 
-	// An error page that is not the API's shape (a proxy in front, say) still gives a
-	// readable *Error.
-	srv2, _ := fake(t, http.StatusBadGateway, "<html><body>bad gateway</body></html>")
-	_, err = apiclient.New(srv2.URL, "", nil).Stats(context.Background())
-	if !errors.As(err, &apiErr) || apiErr.Status != 502 || apiErr.Code != "bad_gateway" ||
-		!strings.Contains(err.Error(), srv2.URL) || !strings.Contains(err.Error(), "bad gateway") {
-		t.Errorf("non-JSON error: %v", err)
+	if errors.Is(err, apiclient.ErrNotAPI) {
+		t.Error("an API error is ErrNotAPI")
+	}
+}
+
+// TestErrorsThatAreNotTheAPIs: an error answer that is not the API's shape (a proxy in
+// front, the dashboard behind a wrong base URL) gives one readable line naming the status
+// and the server, without the page's markup; a plain-text body is quoted.
+func TestErrorsThatAreNotTheAPIs(t *testing.T) {
+	for _, tc := range []struct {
+		status      int
+		contentType string
+		body        string
+		want        string
+	}{
+		{http.StatusForbidden, "text/html; charset=utf-8", "<!doctype html>\n<html><body><p>This request came from\nanother site</p></body></html>",
+			"forbidden: HTTP 403 Forbidden from %s for GET /api/stats: not an answer of the Rota API (text/html; charset=utf-8)"},
+		{http.StatusBadGateway, "application/json", `{"message": "upstream down"}`,
+			"bad_gateway: HTTP 502 Bad Gateway from %s for GET /api/stats: not an answer of the Rota API (application/json)"},
+		{http.StatusServiceUnavailable, "text/plain", "no healthy\nupstream",
+			"service_unavailable: HTTP 503 Service Unavailable from %s for GET /api/stats: not an answer of the Rota API (text/plain): no healthy upstream"},
+		{599, "", "", "http_599: HTTP 599 from %s for GET /api/stats: not an answer of the Rota API (no content type)"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header()["Content-Type"] = []string{tc.contentType}
+			w.WriteHeader(tc.status)
+			io.WriteString(w, tc.body)
+		}))
+		_, err := apiclient.New(srv.URL, "", nil).Stats(context.Background())
+		srv.Close()
+		var apiErr *apiclient.Error
+		if !errors.As(err, &apiErr) || apiErr.Status != tc.status || !errors.Is(err, apiclient.ErrNotAPI) {
+			t.Errorf("HTTP %d: %#v, want an *Error with the status, wrapping ErrNotAPI", tc.status, err)
+			continue
+		}
+		if want := fmt.Sprintf(tc.want, srv.URL); err.Error() != want {
+			t.Errorf("HTTP %d:\n got %s\nwant %s", tc.status, err, want)
+		}
 	}
 }
 
@@ -237,7 +269,8 @@ func TestSuccessThatIsNotJSON(t *testing.T) {
 	}))
 	defer srv.Close()
 	_, err := apiclient.New(srv.URL, "", nil).GetTask(context.Background(), taskID)
-	if err == nil || !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "text/html") {
+	if err == nil || !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "text/html") ||
+		!errors.Is(err, apiclient.ErrNotAPI) {
 		t.Errorf("got %v, want an error naming the server and what it answered", err)
 	}
 }

@@ -121,6 +121,33 @@ func (d *Dashboard) session(r *http.Request) (string, bool) {
 	return c.Value, true
 }
 
+// checkBearer authenticates a request by "Authorization: Bearer <token>" (DESIGN.md
+// section 7: the dashboard takes the API token as the API does), when a token is set.
+// valid reports the right token. A wrong one is answered with 401 (and counts toward
+// the wrong-token limiter the API and the login share), a client over its budget with
+// 429; answered reports either. Other schemes, such as a proxy's Basic credentials, are
+// left to the session cookie.
+func (d *Dashboard) checkBearer(w http.ResponseWriter, r *http.Request) (valid, answered bool) {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !d.keys.authRequired || !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false, false
+	}
+	if blocked, retry := d.cfg.AuthLimiter.Blocked(r); blocked {
+		// Refused before the token is compared, like the API and the login (authlimit).
+		secs := int(math.Ceil(retry.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		d.renderError(w, r, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong tokens from your address. Try again in %d s.", secs))
+		return false, true
+	}
+	if !d.keys.tokenMatches(strings.TrimSpace(token)) {
+		d.cfg.AuthLimiter.Failed(r)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rota"`)
+		d.renderError(w, r, http.StatusUnauthorized, "Wrong bearer token. Send the server's API token (ROTA_API_TOKEN), or log in.")
+		return false, true
+	}
+	return true, false
+}
+
 // secureRequest reports whether the browser reached us over TLS (directly, or through a
 // proxy that says so); cookies are then marked Secure.
 func secureRequest(r *http.Request) bool {

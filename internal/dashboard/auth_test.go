@@ -282,3 +282,106 @@ func TestLoginThrottlesWrongTokens(t *testing.T) {
 	now = now.Add(time.Minute)
 	login(t, b, "/")
 }
+
+// TestHostRuleWithoutToken: without a token the dashboard answers only requests
+// addressed to an IP address or localhost, so a DNS-rebinding page (same-origin to the
+// browser, its own name in Host) can neither read a page nor post a form. With a token
+// the rule is off: the login stands in the way.
+func TestHostRuleWithoutToken(t *testing.T) {
+	st := memoryStore(t)
+	task := createTask(t, st, store.CreateParams{})
+	d := newDashboard(t, Config{Store: st})
+	page := "/tasks/" + task.ID.String()
+	good := newBrowser(t, d).csrf(page)
+
+	b := newBrowser(t, d)
+	b.host = "rebind.example:8080"
+	b.header.Set("Sec-Fetch-Site", "same-origin")
+	for _, path := range []string{"/", page, "/no-such-page", "/login"} {
+		b.get(path).want(t, http.StatusForbidden).wantFlash(t, "error", `not to "rebind.example:8080"`).contains(t, "ROTA_API_TOKEN")
+	}
+	b.post(page+"/cancel", url.Values{"csrf": {good}}).want(t, http.StatusForbidden)
+	wantStatus(t, st, task.ID, store.StatusPending)
+
+	for _, host := range []string{"localhost:8080", "127.0.0.1", "[::1]:8080", "192.0.2.10:80"} {
+		b.host = host
+		b.get("/").want(t, http.StatusOK)
+	}
+	b.post(page+"/cancel", url.Values{"csrf": {good}}).want(t, http.StatusSeeOther)
+	wantStatus(t, st, task.ID, store.StatusCanceled)
+
+	withToken := newBrowser(t, newDashboard(t, Config{Store: st, Token: testToken}))
+	withToken.host = "rota.example.com"
+	withToken.get("/").want(t, http.StatusSeeOther)
+	login(t, withToken, "/")
+	withToken.get("/").want(t, http.StatusOK)
+}
+
+// TestBearerToken: the dashboard takes the API token as a Bearer token (DESIGN.md
+// section 7), in place of the session; such a request needs no csrf field (browsers never
+// attach the header themselves) but still passes the cross-origin check. A wrong one is
+// 401, not a redirect, and counts toward the limiter the API and the login share.
+func TestBearerToken(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	st := memoryStore(t)
+	task := createTask(t, st, store.CreateParams{})
+	cancel := "/tasks/" + task.ID.String() + "/cancel"
+	d := newDashboard(t, Config{Store: st, Token: testToken, Now: clock, AuthLimiter: authlimit.New(authlimit.Config{Burst: 2, Every: time.Minute, Now: clock})})
+
+	b := newBrowser(t, d)
+	b.header.Set("Authorization", "Bearer "+testToken)
+	b.get("/").want(t, http.StatusOK).contains(t, `id="queue-counts"`)
+	b.partial("/tasks").want(t, http.StatusOK)
+
+	cross := httptest.NewRequest(http.MethodPost, cancel, nil)
+	cross.Header.Set("Sec-Fetch-Site", "cross-site")
+	b.do(cross).want(t, http.StatusForbidden).wantFlash(t, "error", "another site")
+	wantStatus(t, st, task.ID, store.StatusPending)
+	b.post(cancel, url.Values{"back": {"/"}}).want(t, http.StatusSeeOther) // no csrf field
+	wantStatus(t, st, task.ID, store.StatusCanceled)
+
+	// Another scheme (a proxy's Basic credentials) is not a token: the cookie decides.
+	basic := newBrowser(t, d)
+	basic.header.Set("Authorization", "Basic dXNlcjpwYXNz")
+	basic.get("/").want(t, http.StatusSeeOther)
+	login(t, basic, "/")
+	basic.get("/").want(t, http.StatusOK)
+
+	// Wrong tokens: 401 with WWW-Authenticate, counted with the login's.
+	wrong := newBrowser(t, d)
+	wrong.header.Set("Authorization", "Bearer not-the-token")
+	p := wrong.get("/").want(t, http.StatusUnauthorized).wantFlash(t, "error", "Wrong bearer token")
+	if p.header.Get("WWW-Authenticate") == "" {
+		t.Error("401 without WWW-Authenticate")
+	}
+	wrong.post(cancel, url.Values{}).want(t, http.StatusUnauthorized)
+	p = b.get("/").want(t, http.StatusTooManyRequests) // the right token, from the same address
+	if got := p.header.Get("Retry-After"); got != "60" {
+		t.Errorf("Retry-After %q, want 60", got)
+	}
+	newBrowser(t, d).post("/login", url.Values{"token": {testToken}, "next": {"/"}}).want(t, http.StatusTooManyRequests)
+	now = now.Add(time.Minute)
+	b.get("/").want(t, http.StatusOK)
+
+	// Without a token there is no login, and a Bearer header is no way around the csrf field.
+	open := newBrowser(t, newDashboard(t, Config{Store: st}))
+	open.header.Set("Authorization", "Bearer anything")
+	open.get("/").want(t, http.StatusOK)
+	open.post(cancel, url.Values{}).want(t, http.StatusForbidden).wantFlash(t, "error", "security token")
+}
+
+// TestPostToNoPageIs404: a POST to a path without a page is 404 before the csrf check,
+// so a client given a wrong base URL (rota --server http://host/prefix) is told that
+// there is nothing there rather than that its form lacks a field.
+func TestPostToNoPageIs404(t *testing.T) {
+	for _, token := range []string{"", testToken} {
+		b := newBrowser(t, newDashboard(t, Config{Store: memoryStore(t), Token: token}))
+		if token != "" {
+			b.header.Set("Authorization", "Bearer "+token)
+		}
+		for _, path := range []string{"/prefix/api/tasks/0190d6a4-7a4c-7d4e-8c8c-6f2f2f2f2f2f/cancel", "/prefix/api/dead-letters/replay", "/tasks"} {
+			b.post(path, nil).want(t, http.StatusNotFound).wantFlash(t, "error", "There is no page at "+path)
+		}
+	}
+}

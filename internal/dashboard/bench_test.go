@@ -101,7 +101,9 @@ func BenchmarkPages1M(b *testing.B) {
 	}
 	serve := func(b *testing.B, h http.Handler, path string) {
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.Host = testHost
+		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {
 			b.Fatalf("GET %s: %d\n%s", path, rec.Code, rec.Body)
 		}

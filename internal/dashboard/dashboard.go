@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/authlimit"
+	"github.com/rotaqueue/rota/internal/browserguard"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/validate"
 )
@@ -97,7 +98,6 @@ type Dashboard struct {
 	cfg        Config
 	mux        *http.ServeMux
 	keys       keys
-	crossOrig  *http.CrossOriginProtection
 	pages      *pageSet
 	assets     *assetSet
 	throughput *throughputCache
@@ -126,7 +126,6 @@ func New(cfg Config) (*Dashboard, error) {
 		cfg:        cfg,
 		mux:        http.NewServeMux(),
 		keys:       k,
-		crossOrig:  http.NewCrossOriginProtection(),
 		pages:      pages,
 		assets:     assets,
 		throughput: newThroughputCache(cfg.Store),
@@ -151,11 +150,14 @@ func New(cfg Config) (*Dashboard, error) {
 	d.post("/schedules/{name}/resume", d.resumeSchedule)
 	d.post("/schedules/{name}/trigger", d.triggerSchedule)
 	d.post("/schedules/{name}/reschedule", d.rescheduleSchedule)
-	d.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	d.mux.HandleFunc(noPage, func(w http.ResponseWriter, r *http.Request) {
 		d.renderError(w, r, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	})
 	return d, nil
 }
+
+// noPage is the catch-all pattern: paths no page has get 404.
+const noPage = "/"
 
 func (d *Dashboard) get(pattern string, h http.HandlerFunc) { d.mux.HandleFunc("GET "+pattern, h) }
 
@@ -163,9 +165,11 @@ func (d *Dashboard) get(pattern string, h http.HandlerFunc) { d.mux.HandleFunc("
 // its origin, session and csrf field before the handler runs.
 func (d *Dashboard) post(pattern string, h http.HandlerFunc) { d.mux.HandleFunc("POST "+pattern, h) }
 
-// ServeHTTP applies, in order: security headers, panic recovery, the cross-origin check
-// on every non-GET request, the session check (when a token is set), the CSRF token on
-// every POST but the login, and then the route.
+// ServeHTTP applies, in order: security headers, panic recovery, browserguard's checks
+// (cross-site requests with an unsafe method; without a token, Host names other than an
+// IP address or localhost), the session check (when a token is set: the session cookie
+// or the token as a Bearer token), 404 for paths without a page, the CSRF token on every
+// POST but the login and those with the Bearer token, and then the route.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	setSecurityHeaders(w.Header())
 	defer func() {
@@ -178,22 +182,37 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	safe := r.Method == http.MethodGet || r.Method == http.MethodHead
-	if !safe {
-		// Sec-Fetch-Site (or Origin against Host): a browser's cross-site form post stops here,
-		// even one carrying a valid session cookie and csrf value.
-		if err := d.crossOrig.Check(r); err != nil {
-			d.renderError(w, r, http.StatusForbidden, "This request came from another site and was refused; nothing was changed. Use the dashboard's own forms.")
+	// A browser's cross-site form post stops here, even one carrying a valid session
+	// cookie and csrf value; so does a DNS-rebinding page when there is no token.
+	if err := browserguard.Check(r, d.keys.authRequired); err != nil {
+		var he *browserguard.HostError
+		if errors.As(err, &he) {
+			d.renderError(w, r, http.StatusForbidden, fmt.Sprintf("This server has no API token, so it only answers requests "+
+				"addressed to an IP address or localhost, not to %q (a guard against DNS rebinding); nothing was changed. "+
+				"Open the dashboard by IP address or at localhost, or set ROTA_API_TOKEN on the server.", he.Host))
 			return
 		}
+		d.renderError(w, r, http.StatusForbidden, "This request came from another site and was refused; nothing was changed. Use the dashboard's own forms.")
+		return
+	}
+	bearer, answered := d.checkBearer(w, r)
+	if answered {
+		return
 	}
 	public := r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/assets/")
 	sess, ok := d.session(r)
-	if !public && !ok {
+	if !public && !ok && !bearer {
 		if safe {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(localPath(r.URL.RequestURI())), http.StatusSeeOther)
 			return
 		}
 		d.renderError(w, r, http.StatusForbidden, "You are not logged in (or your session expired); nothing was changed. Log in and try again.")
+		return
+	}
+	if _, pattern := d.mux.Handler(r); pattern == noPage {
+		// 404 before the form checks: a POST to no page (a client given a wrong base
+		// URL, say) is told so, not that its csrf field is missing.
+		d.mux.ServeHTTP(w, r)
 		return
 	}
 	if !safe {
@@ -202,7 +221,9 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			d.renderError(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
 			return
 		}
-		if r.URL.Path != "/login" && !d.keys.validCSRF(sess, r.PostForm.Get("csrf")) {
+		// Browsers never attach a Bearer token on their own, so a page on another site
+		// cannot make one send it: such a request needs no csrf field.
+		if r.URL.Path != "/login" && !bearer && !d.keys.validCSRF(sess, r.PostForm.Get("csrf")) {
 			d.renderError(w, r, http.StatusForbidden, "The form's security token is missing or wrong (the page may be from an old session); nothing was changed. Reload the page and try again.")
 			return
 		}

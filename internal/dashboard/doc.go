@@ -36,16 +36,25 @@
 // Secure over TLS) whose value is "<issued>.<HMAC-SHA256>" under a key derived from the
 // token: not the token itself, so the cookie is useless as a Bearer token, and any server
 // with the same token accepts it (no session store). It expires after SessionTTL.
-// Without a valid cookie every page GET answers 303 to /login?next=<path> and every
-// other request 403, before any handler runs; /login and /assets/ are public.
+// Programs may send the token as "Authorization: Bearer <token>" instead, as to the
+// API (a wrong one is 401 and counts toward the shared wrong-token limiter of
+// internal/authlimit). Without a valid cookie or Bearer token every page GET answers
+// 303 to /login?next=<path> and every other request 403, before any handler runs;
+// /login and /assets/ are public.
 //
 // Every mutating request is a POST and passes two independent checks before its
 // handler runs: net/http's CrossOriginProtection (Sec-Fetch-Site, or Origin against
-// Host), which refuses cross-site browser requests with 403, and a hidden csrf field
-// equal to an HMAC of the session cookie (compared in constant time), which a page on
-// another site cannot read. Without a token the csrf field is an HMAC under a key drawn
-// at random when the process starts, so the second check holds too (and a form from
-// before a restart must be reloaded). Every answer carries a Content-Security-Policy
-// that allows only the dashboard's own script and stylesheet (no inline script or
-// style), X-Frame-Options: DENY, and Cache-Control: no-store except for the assets.
+// Host; through internal/browserguard, which the API shares), which refuses cross-site
+// browser requests with 403, and a hidden csrf field equal to an HMAC of the session
+// cookie (compared in constant time), which a page on another site cannot read. A
+// request with the Bearer token needs no csrf field: browsers never send that header on
+// their own. Without a token the csrf field is an HMAC under a key drawn at random when
+// the process starts, so the second check holds too (and a form from before a restart
+// must be reloaded). Every answer carries a Content-Security-Policy that allows only the
+// dashboard's own script and stylesheet (no inline script or style), X-Frame-Options:
+// DENY, and Cache-Control: no-store except for the assets.
+//
+// Without a token, every request whose Host is a DNS name other than localhost gets 403
+// (browserguard): a DNS-rebinding page is same-origin to the browser, so neither check
+// above would stop it from reading pages or posting forms with a csrf field it read.
 package dashboard

@@ -46,11 +46,16 @@ type browser struct {
 	cookies map[string]*http.Cookie
 	tls     bool
 	header  http.Header // added to every request
+	host    string      // the Host of every request: where the user pointed the browser
 }
 
 func newBrowser(t *testing.T, h http.Handler) *browser {
-	return &browser{t: t, h: h, cookies: map[string]*http.Cookie{}, header: http.Header{}}
+	return &browser{t: t, h: h, cookies: map[string]*http.Cookie{}, header: http.Header{}, host: testHost}
 }
+
+// testHost is the address the browsers of the tests use (httptest.NewRequest's default,
+// example.com, is a DNS name, which a dashboard without a token refuses).
+const testHost = "127.0.0.1:8080"
 
 type page struct {
 	status     int
@@ -74,6 +79,7 @@ func (b *browser) do(req *http.Request) page {
 	if b.tls {
 		req.TLS = &tls.ConnectionState{}
 	}
+	req.Host = b.host
 	rec := httptest.NewRecorder()
 	b.h.ServeHTTP(rec, req)
 	res := rec.Result()
