@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -47,7 +49,7 @@ func envInt(name string, def int) int {
 		if n, err := strconv.Atoi(v); err == nil {
 			return n
 		}
-		badEnv = append(badEnv, fmt.Sprintf("%s=%q is not a whole number", name, v))
+		noteBadEnv(name, v, "is not a whole number")
 	}
 	return def
 }
@@ -57,7 +59,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 		if d, err := time.ParseDuration(v); err == nil {
 			return d
 		}
-		badEnv = append(badEnv, fmt.Sprintf("%s=%q is not a duration (e.g. 30s)", name, v))
+		noteBadEnv(name, v, "is not a duration (e.g. 30s)")
 	}
 	return def
 }
@@ -70,17 +72,47 @@ func envBool(name string, def bool) bool {
 		if b, err := strconv.ParseBool(v); err == nil {
 			return b
 		}
-		badEnv = append(badEnv, fmt.Sprintf("%s=%q is not a boolean (true or false, 1 or 0)", name, v))
+		noteBadEnv(name, v, "is not a boolean (true or false, 1 or 0)")
 	}
 	return def
 }
 
-// badEnv collects malformed environment defaults so they fail loudly, not silently.
-var badEnv []string
+// badEnv remembers the malformed environment defaults flags were registered with, so
+// that they fail loudly, not silently: by variable, with the value found bad. Tests run
+// commands concurrently in one process, so it is guarded, and checkEnv reports only the
+// variables that still hold the value found bad (a later run with the variable fixed or
+// unset is not blamed for an earlier one's).
+var badEnv struct {
+	sync.Mutex
+	byName map[string][2]string // name -> {value, what is wrong with it}
+}
+
+func noteBadEnv(name, value, problem string) {
+	badEnv.Lock()
+	defer badEnv.Unlock()
+	if badEnv.byName == nil {
+		badEnv.byName = map[string][2]string{}
+	}
+	badEnv.byName[name] = [2]string{value, problem}
+}
+
+// envProblems lists the malformed variables still set as they were found, sorted.
+func envProblems() []string {
+	badEnv.Lock()
+	defer badEnv.Unlock()
+	var out []string
+	for name, bad := range badEnv.byName {
+		if os.Getenv(name) == bad[0] {
+			out = append(out, fmt.Sprintf("%s=%q %s", name, bad[0], bad[1]))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 func checkEnv() error {
-	if len(badEnv) > 0 {
-		return usagef("%s", strings.Join(badEnv, "; "))
+	if problems := envProblems(); len(problems) > 0 {
+		return usagef("%s", strings.Join(problems, "; "))
 	}
 	return nil
 }

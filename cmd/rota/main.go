@@ -59,7 +59,6 @@ func commands() []command {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	badEnv = nil // each run reads the environment afresh (tests call run many times)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		printUsage(stdout)
 		return nil

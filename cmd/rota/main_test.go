@@ -115,18 +115,20 @@ func TestEnvBool(t *testing.T) {
 		value string
 		want  bool
 	}{{"", false}, {"true", true}, {"TRUE", true}, {"1", true}, {"t", true}, {"false", false}, {"0", false}, {"F", false}} {
-		badEnv = nil
 		t.Setenv("ROTA_TEST_BOOL", tc.value)
-		if got := envBool("ROTA_TEST_BOOL", false); got != tc.want || len(badEnv) != 0 {
-			t.Errorf("ROTA_TEST_BOOL=%q: %v (problems %q), want %v", tc.value, got, badEnv, tc.want)
+		if got, problems := envBool("ROTA_TEST_BOOL", false), envProblems(); got != tc.want || len(problems) != 0 {
+			t.Errorf("ROTA_TEST_BOOL=%q: %v (problems %q), want %v", tc.value, got, problems, tc.want)
 		}
 	}
-	badEnv = nil
 	t.Setenv("ROTA_TEST_BOOL", "yes")
-	if got := envBool("ROTA_TEST_BOOL", true); !got || len(badEnv) != 1 || !strings.Contains(badEnv[0], `ROTA_TEST_BOOL="yes" is not a boolean`) {
-		t.Errorf("ROTA_TEST_BOOL=yes: %v, problems %q; want the default and one problem", got, badEnv)
+	if got, problems := envBool("ROTA_TEST_BOOL", true), envProblems(); !got || len(problems) != 1 || !strings.Contains(problems[0], `ROTA_TEST_BOOL="yes" is not a boolean`) {
+		t.Errorf("ROTA_TEST_BOOL=yes: %v, problems %q; want the default and one problem", got, problems)
 	}
-	badEnv = nil
+	// Fixed, it is no longer a problem, without anyone forgetting it.
+	t.Setenv("ROTA_TEST_BOOL", "true")
+	if problems := envProblems(); len(problems) != 0 {
+		t.Errorf("after fixing the variable: problems %q", problems)
+	}
 }
 
 // TestBoolEnvVars: the boolean variables take 1 as true, and a value that is no boolean
