@@ -158,6 +158,10 @@ type ListParams struct {
 	Kind     string
 	Limit    int // 0 = 50; at most 1000
 	Cursor   string
+	// MaxBytes ends a page early once its payloads (as JSON text) reach this many bytes,
+	// so that a page of large payloads stays a bounded response; a page always holds at
+	// least one task. 0 = DefaultListBytes.
+	MaxBytes int
 }
 
 // ClaimParams asks for up to Limit due tasks of Queue in status From (PENDING for poll
@@ -343,6 +347,9 @@ const (
 	DefaultMaxAttempts = 25
 	DefaultListLimit   = 50
 	MaxListLimit       = 1000
+	// DefaultListBytes bounds a task list page's payloads: 1,000 tasks of 1 MiB would
+	// otherwise make a 1 GiB response, built in the server's memory.
+	DefaultListBytes = 8 << 20
 )
 
 // Sentinel errors. Adapters wrap them; callers test with errors.Is.

@@ -177,6 +177,32 @@ func NormalizeLimit(limit int) (int, error) {
 	return limit, nil
 }
 
+// ListPage cuts the tasks an adapter fetched for a list page (newest first: up to
+// limit+1, and at most one past the byte budget) to the page: at most limit tasks, none
+// after the payloads reached maxBytes (see ListParams.MaxBytes). next is the cursor of
+// the page's last task when a fetched task was left out, i.e. more follow.
+func ListPage(fetched []*Task, limit, maxBytes int) (page []*Task, next string) {
+	bytes := 0
+	for i, t := range fetched {
+		if i == limit || (i > 0 && bytes >= maxBytes) {
+			return fetched[:i], EncodeTaskCursor(fetched[i-1].ID)
+		}
+		bytes += len(t.Payload)
+	}
+	return fetched, ""
+}
+
+// ListBytes applies the default and checks a ListParams.MaxBytes.
+func ListBytes(maxBytes int) (int, error) {
+	switch {
+	case maxBytes == 0:
+		return DefaultListBytes, nil
+	case maxBytes < 0:
+		return 0, fmt.Errorf("%w: max bytes must be positive, got %d", ErrInvalid, maxBytes)
+	}
+	return maxBytes, nil
+}
+
 // Task list cursors are opaque to callers: the id of the last task of the page.
 
 func EncodeTaskCursor(id uuid.UUID) string {

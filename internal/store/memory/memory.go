@@ -374,6 +374,10 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) ([]*store.Tas
 	if err == nil {
 		err = p.Validate()
 	}
+	maxBytes, bytesErr := store.ListBytes(p.MaxBytes)
+	if err == nil {
+		err = bytesErr
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", err)
 	}
@@ -397,18 +401,21 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) ([]*store.Tas
 	if p.Cursor != "" {
 		end, _ = slices.BinarySearchFunc(s.ids, cursor, compareIDs) // ids strictly below the cursor
 	}
-	var out []*store.Task
-	for i := end - 1; i >= 0; i-- {
+	// Fetch as list_tasks.sql does: up to limit+1 tasks, and at most one past the bytes.
+	var fetched []*store.Task
+	bytes := 0
+	for i := end - 1; i >= 0 && len(fetched) <= limit && (len(fetched) == 0 || bytes < maxBytes); i-- {
 		t := &s.tasks[s.ids[i]].task
 		if (statuses != nil && !statuses[t.Status]) || (p.Queue != "" && t.Queue != p.Queue) || (p.Kind != "" && t.Kind != p.Kind) {
 			continue
 		}
-		if len(out) == limit {
-			return out, store.EncodeTaskCursor(out[limit-1].ID), nil
+		if len(fetched) > 0 {
+			bytes += len(fetched[len(fetched)-1].Payload)
 		}
-		out = append(out, cloneTask(t))
+		fetched = append(fetched, cloneTask(t))
 	}
-	return out, "", nil
+	page, next := store.ListPage(fetched, limit, maxBytes)
+	return page, next, nil
 }
 
 // ListAttempts returns a task's attempt history, oldest first. ErrNotFound for an

@@ -134,6 +134,10 @@ func (s *Store) ListTasks(ctx context.Context, params store.ListParams) ([]*stor
 	if err == nil {
 		err = params.Validate()
 	}
+	maxBytes, bytesErr := store.ListBytes(params.MaxBytes)
+	if err == nil {
+		err = bytesErr
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", err)
 	}
@@ -152,16 +156,12 @@ func (s *Store) ListTasks(ctx context.Context, params store.ListParams) ([]*stor
 	// An unnamed statement is planned for the filters at hand (a cached generic plan could
 	// not pick the status index for one call and the id index for the next).
 	tasks, err := collectTasks(s.pool.Query(ctx, sqlListTasks, pgx.QueryExecModeCacheDescribe,
-		statuses, params.Queue, params.Kind, after, limit+1))
+		statuses, params.Queue, params.Kind, after, limit+1, maxBytes))
 	if err != nil {
 		return nil, "", translate("list tasks", err)
 	}
-	var next string
-	if len(tasks) > limit {
-		tasks = tasks[:limit]
-		next = store.EncodeTaskCursor(tasks[limit-1].ID)
-	}
-	return tasks, next, nil
+	page, next := store.ListPage(tasks, limit, maxBytes)
+	return page, next, nil
 }
 
 // maxRaceRetries bounds the loops of CancelTask and ReplayTask, which run their write

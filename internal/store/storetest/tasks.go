@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -328,6 +329,51 @@ var listTests = []testCase{
 	{"PagingNewestFirst", testListPaging},
 	{"Filters", testListFilters},
 	{"InvalidParams", testListInvalid},
+	{"PagesEndAtTheByteBudget", testListByteBudget},
+}
+
+// testListByteBudget: a page ends once its payloads reach MaxBytes, holds at least one
+// task however large, and paging on from its cursor loses and repeats nothing.
+func testListByteBudget(t *testing.T, s store.Store) {
+	payload := json.RawMessage(`"` + strings.Repeat("x", 1000) + `"`) // 1,002 bytes
+	var created []*store.Task
+	for range 5 {
+		created = append(created, createOne(t, s, store.CreateParams{Kind: "k", Queue: "big", Payload: payload}))
+	}
+	want := ids(created)
+	slices.Reverse(want)
+	for _, tc := range []struct {
+		maxBytes  int
+		pageSizes []int
+	}{
+		{2500, []int{3, 2}}, // 3 tasks reach 2,500 bytes (3,006)
+		{3006, []int{3, 2}}, // exactly reached: the page ends there too
+		{3007, []int{4, 1}},
+		{10, []int{1, 1, 1, 1, 1}}, // each task alone is over: one per page
+		{0, []int{5}},              // the default budget
+	} {
+		var got []uuid.UUID
+		var sizes []int
+		cursor := ""
+		for {
+			page, next, err := s.ListTasks(ctx(t), store.ListParams{Queue: "big", Cursor: cursor, MaxBytes: tc.maxBytes})
+			if err != nil {
+				t.Fatalf("ListTasks(MaxBytes %d): %v", tc.maxBytes, err)
+			}
+			got = append(got, ids(page)...)
+			sizes = append(sizes, len(page))
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+		if !slices.Equal(got, want) || !slices.Equal(sizes, tc.pageSizes) {
+			t.Fatalf("MaxBytes %d: pages of %v tasks, %v; want pages of %v, %v", tc.maxBytes, sizes, got, tc.pageSizes, want)
+		}
+	}
+	if _, _, err := s.ListTasks(ctx(t), store.ListParams{MaxBytes: -1}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("MaxBytes -1: %v, want ErrInvalid", err)
+	}
 }
 
 func testListPaging(t *testing.T, s store.Store) {
