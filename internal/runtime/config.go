@@ -67,7 +67,8 @@ type Config struct {
 	ReapInterval time.Duration
 
 	// ShutdownGrace is how long running handlers may keep going after Run's ctx ends
-	// before their contexts are cancelled (their outcome is then a retry). It also bounds
+	// before their contexts are cancelled (their attempt is then recorded but not counted
+	// against max_attempts: store.Release, due again at once). It also bounds
 	// the wait for handlers that ignore the cancel and the final flush of outcomes.
 	// Negative cancels at once. Default: 10s.
 	ShutdownGrace time.Duration

@@ -112,8 +112,12 @@ func (x *executor) outcome(ctx context.Context, e *inflight, opts kindOptions, e
 		if d, ok := retryAfterDelay(err); ok {
 			o.RetryAt = time.Now().Add(d)
 		} else if context.Cause(ctx) == errShutdown {
-			// Not the task's fault: due again at once, for another worker.
-			o.RetryAt = time.Time{}
+			// Not the task's fault: the attempt does not count (a task on its last attempt
+			// must not go DEAD in a deploy), and it is due again at once, for another worker.
+			o.Kind = store.Release
+			if !errors.Is(err, errShutdown) { // the handler returned an error of its own
+				o.Error = store.TruncateError(fmt.Errorf("%w: %w", errShutdown, err).Error())
+			}
 		} else {
 			base := cmp.Or(opts.backoffBase, cfg.BackoffBase)
 			ceiling := cmp.Or(opts.backoffMax, max(cfg.BackoffMax, base))
