@@ -48,7 +48,8 @@ type Config struct {
 	// reaper may take it back. Default: 30s.
 	LeaseDuration time.Duration
 	// HeartbeatInterval is how often each running task's lease is extended (and a cancel
-	// request is noticed). Must be shorter than LeaseDuration. Default: LeaseDuration/3.
+	// request is noticed). At most LeaseDuration/2: a task's first beat may come 1.5
+	// intervals after its claim. Default: LeaseDuration/3.
 	HeartbeatInterval time.Duration
 
 	// DefaultTimeout limits one attempt of a kind registered without WithTimeout; a
@@ -67,7 +68,8 @@ type Config struct {
 	ReapInterval time.Duration
 
 	// ShutdownGrace is how long running handlers may keep going after Run's ctx ends
-	// before their contexts are cancelled (their outcome is then a retry). It also bounds
+	// before their contexts are cancelled (their attempt is then recorded but not counted
+	// against max_attempts: store.Release, due again at once). It also bounds
 	// the wait for handlers that ignore the cancel and the final flush of outcomes.
 	// Negative cancels at once. Default: 10s.
 	ShutdownGrace time.Duration
@@ -164,8 +166,11 @@ func (cfg *Config) validate() error {
 	check(cfg.FetchLoops > 0, "FetchLoops must be positive, got %d", cfg.FetchLoops)
 	check(cfg.PollInterval > 0, "PollInterval must be positive, got %s", cfg.PollInterval)
 	check(cfg.LeaseDuration > 0, "LeaseDuration must be positive, got %s", cfg.LeaseDuration)
-	check(cfg.HeartbeatInterval > 0 && cfg.HeartbeatInterval < cfg.LeaseDuration,
-		"HeartbeatInterval must be positive and shorter than LeaseDuration (%s), got %s", cfg.LeaseDuration, cfg.HeartbeatInterval)
+	// A task's first beat may come 1.5 intervals after its claim (heartbeat.go skips one
+	// claimed just before a tick), and it must come before the lease ends.
+	check(cfg.HeartbeatInterval > 0 && cfg.HeartbeatInterval <= cfg.LeaseDuration/2,
+		"HeartbeatInterval (%s) must be positive and at most half of LeaseDuration (%s), so every lease is extended before it expires",
+		cfg.HeartbeatInterval, cfg.LeaseDuration)
 	check(cfg.BackoffBase > 0 && cfg.BackoffMax >= cfg.BackoffBase,
 		"BackoffBase must be positive and at most BackoffMax, got %s and %s", cfg.BackoffBase, cfg.BackoffMax)
 	check(cfg.CommitBatch > 0, "CommitBatch must be positive, got %d", cfg.CommitBatch)

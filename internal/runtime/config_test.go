@@ -1,12 +1,14 @@
 package runtime
 
 import (
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/memory"
 )
 
 func TestConfigDefaults(t *testing.T) {
@@ -53,5 +55,49 @@ func TestCapacity(t *testing.T) {
 	}
 	if n := c.reserve("b", 10); n != 1 {
 		t.Fatalf("reserve b after release = %d, want 1", n)
+	}
+}
+
+// A task's first heartbeat may come up to 1.5 intervals after its claim (one claimed
+// just after a tick is skipped at the next), so an interval above half the lease lets the
+// lease expire first and another worker run the task too.
+func TestHeartbeatIntervalAtMostHalfTheLease(t *testing.T) {
+	base := Config{Store: memory.New(), Mux: NewMux(), LeaseDuration: 30 * time.Second}
+	for _, hb := range []time.Duration{10 * time.Second, 15 * time.Second} {
+		cfg := base
+		cfg.HeartbeatInterval = hb
+		cfg = cfg.withDefaults()
+		if err := cfg.validate(); err != nil {
+			t.Errorf("heartbeat %s with lease 30s: %v", hb, err)
+		}
+	}
+	for _, hb := range []time.Duration{15*time.Second + time.Millisecond, 25 * time.Second, 30 * time.Second} {
+		cfg := base
+		cfg.HeartbeatInterval = hb
+		cfg = cfg.withDefaults()
+		err := cfg.validate()
+		if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), "HeartbeatInterval ("+hb.String()+")") ||
+			!strings.Contains(err.Error(), "LeaseDuration (30s)") {
+			t.Errorf("heartbeat %s with lease 30s: err = %v, want ErrInvalid naming both", hb, err)
+		}
+	}
+}
+
+// The heartbeat loop measures a task's lease from when the store granted it, not from
+// when its handler started, which may be later (a Source that claims before it returns).
+func TestLastBeatIsTheLeaseStart(t *testing.T) {
+	now := time.Now()
+	lease := 30 * time.Second
+	expires := now.Add(20 * time.Second) // claimed 10s ago
+	if got := leaseStart(&store.Task{LeaseExpiresAt: &expires}, now, lease); !got.Equal(now.Add(-10 * time.Second)) {
+		t.Errorf("leaseStart of a lease granted 10s ago = %s before now", now.Sub(got))
+	}
+	// A store clock ahead of this one must not push the first beat later.
+	ahead := now.Add(40 * time.Second)
+	if got := leaseStart(&store.Task{LeaseExpiresAt: &ahead}, now, lease); !got.Equal(now) {
+		t.Errorf("leaseStart with the store's clock ahead = %s, want now", got)
+	}
+	if got := leaseStart(&store.Task{}, now, lease); !got.Equal(now) {
+		t.Errorf("leaseStart without an expiry = %s, want now", got)
 	}
 }

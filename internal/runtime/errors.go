@@ -83,7 +83,7 @@ func (e *panicError) Error() string {
 var (
 	errCancelRequested = errors.New("cancel requested")
 	errLeaseLost       = errors.New("lease lost")
-	errShutdown        = errors.New("worker shutting down")
+	errShutdown        = errors.New("worker shut down before the handler finished")
 )
 
 // timeoutError is the cause of an attempt context that hit its timeout.

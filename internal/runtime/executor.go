@@ -26,12 +26,27 @@ type executor struct {
 // start registers a claimed task for heartbeats and runs it. The caller holds a slot for it.
 func (x *executor) start(d Delivery) {
 	ctx, cancel := context.WithCancelCause(x.base)
-	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel, lastBeat: time.Now()}
+	lastBeat := leaseStart(d.Task, time.Now(), x.w.cfg.LeaseDuration)
+	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel, lastBeat: lastBeat}
 	x.w.counters.claimed.Add(1)
 	x.w.cfg.Observer.TaskClaimed(d.Task)
 	x.w.registry.add(e)
 	x.wg.Add(1)
 	go x.run(ctx, e)
+}
+
+// leaseStart is when the store granted t's lease, by this worker's clock: its expiry less
+// the lease, which is earlier than now when a Source claimed the task a while before
+// delivering it. Never later than now, so a store clock ahead of this one cannot delay
+// the first heartbeat.
+func leaseStart(t *store.Task, now time.Time, lease time.Duration) time.Time {
+	if t.LeaseExpiresAt == nil {
+		return now
+	}
+	if start := t.LeaseExpiresAt.Add(-lease); start.Before(now) {
+		return start
+	}
+	return now
 }
 
 func (x *executor) run(ctx context.Context, e *inflight) {
@@ -112,8 +127,12 @@ func (x *executor) outcome(ctx context.Context, e *inflight, opts kindOptions, e
 		if d, ok := retryAfterDelay(err); ok {
 			o.RetryAt = time.Now().Add(d)
 		} else if context.Cause(ctx) == errShutdown {
-			// Not the task's fault: due again at once, for another worker.
-			o.RetryAt = time.Time{}
+			// Not the task's fault: the attempt does not count (a task on its last attempt
+			// must not go DEAD in a deploy), and it is due again at once, for another worker.
+			o.Kind = store.Release
+			if !errors.Is(err, errShutdown) { // the handler returned an error of its own
+				o.Error = store.TruncateError(fmt.Errorf("%w: %w", errShutdown, err).Error())
+			}
 		} else {
 			base := cmp.Or(opts.backoffBase, cfg.BackoffBase)
 			ceiling := cmp.Or(opts.backoffMax, max(cfg.BackoffMax, base))

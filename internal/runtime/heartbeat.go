@@ -35,7 +35,9 @@ func (h *heartbeater) run(ctx context.Context) {
 }
 
 // beatAll heartbeats the tasks whose lease was last extended at least half an interval
-// ago; a task claimed just before the tick waits for the next one.
+// ago; a task claimed just before the tick waits for the next one. So a first beat may
+// come 1.5 intervals after the claim, which is why Config.validate allows an interval of
+// at most half the lease.
 func (h *heartbeater) beatAll(ctx context.Context) {
 	now := time.Now()
 	due := h.w.cfg.HeartbeatInterval / 2

@@ -19,7 +19,7 @@ type inflight struct {
 	receipt any                     // the Source's handle on the delivery (nil in poll mode)
 	cancel  context.CancelCauseFunc // cancels the handler's context
 
-	lastBeat time.Time // claim or last successful heartbeat; only the heartbeat loop touches it
+	lastBeat time.Time // lease start (leaseStart) or last successful heartbeat; only the heartbeat loop touches it
 
 	finished        atomic.Bool // the handler returned
 	cancelRequested atomic.Bool // a heartbeat saw CancelRequestedAt

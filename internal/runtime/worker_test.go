@@ -672,7 +672,7 @@ func TestShutdownGraceCancelsHandlers(t *testing.T) {
 		t.Fatalf("ctx.Err() = %v", err)
 	}
 	task := h.get(id)
-	if task.Status != store.StatusPending || task.AttemptCount != 1 || !strings.Contains(task.LastError, "worker shutting down") {
+	if task.Status != store.StatusPending || task.AttemptCount != 1 || !strings.Contains(task.LastError, "worker shut down before the handler finished") {
 		t.Fatalf("task after shutdown = %+v", task)
 	}
 	if task.ScheduledFor.After(time.Now()) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,6 +30,13 @@ type Source struct {
 	claims  map[string]*claimBatcher // by Rota queue
 	acks    *background              // settles and sorting out received messages
 	extends *background              // visibility extensions
+
+	// deferred holds the sorting out (sortOut) of received messages that found every ack
+	// slot busy. The next Fetch runs it, before it receives: the tasks claimed with those
+	// messages, whose leases are running, go to the runtime first, and the fetch loops
+	// still slow down while SQS is slow. At most one entry per Fetch in progress.
+	deferredMu sync.Mutex
+	deferred   []func()
 }
 
 var _ runtime.Source = (*Source)(nil)
@@ -42,7 +50,8 @@ type receipt struct {
 // Fetch receives up to min(max, 10) messages of Rota queue rq (a long poll) and claims
 // their tasks in one statement, shared with the claims of the worker's other fetch loops
 // that arrive while one is running (claimBatcher). Messages it cannot use are deleted or
-// hidden again in the background (sortOut).
+// hidden again in the background (sortOut), or by the next Fetch when every background
+// slot is busy.
 func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Delivery, error) {
 	q, err := s.queues.forRota(rq)
 	if err != nil {
@@ -51,6 +60,7 @@ func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Deliv
 	if max < 1 {
 		return nil, nil
 	}
+	s.runDeferred()
 	url, err := q.url(ctx)
 	if err != nil {
 		return nil, err
@@ -82,9 +92,10 @@ func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Deliv
 	return s.claim(ctx, rq, url, out.Messages)
 }
 
-// claim claims the tasks the messages name and returns them at once; the rest is sorted
-// out in the background (see sortOut): bodies that are not task ids, repeats of an id in
-// the batch, and ids whose task the claim did not take.
+// claim claims the tasks the messages name and returns them at once (their leases are
+// running); the rest is sorted out (see sortOut) in the background, or by the next Fetch:
+// bodies that are not task ids, repeats of an id in the batch, and ids whose task the
+// claim did not take.
 func (s *Source) claim(ctx context.Context, rq, url string, msgs []types.Message) ([]runtime.Delivery, error) {
 	var poison, repeats []types.Message
 	first := make(map[uuid.UUID]types.Message, len(msgs))
@@ -127,9 +138,25 @@ func (s *Source) claim(ctx context.Context, rq, url string, msgs []types.Message
 		}
 	}
 	if len(poison)+len(repeats)+len(unclaimed) > 0 {
-		s.acks.goOrRun(func() { s.sortOut(ctx, rq, url, poison, repeats, unclaimed) })
+		sort := func() { s.sortOut(ctx, rq, url, poison, repeats, unclaimed) }
+		if !s.acks.tryGo(sort) {
+			s.deferredMu.Lock()
+			s.deferred = append(s.deferred, sort)
+			s.deferredMu.Unlock()
+		}
 	}
 	return deliveries, claimErr
+}
+
+// runDeferred runs, in the caller, the sorting out that claim could not start.
+func (s *Source) runDeferred() {
+	s.deferredMu.Lock()
+	fns := s.deferred
+	s.deferred = nil
+	s.deferredMu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }
 
 // sortOut deletes poison messages and repeats of an id, and judges each unclaimed
@@ -220,9 +247,11 @@ func (s *Source) Extend(ctx context.Context, d runtime.Delivery, lease time.Dura
 	}
 }
 
-// Close waits for the source's background SQS calls (deletes, DLQ publishes, visibility
-// changes) to end; each is bounded by a timeout. Call it after the worker's Run returned.
+// Close sorts out the received messages still deferred (see Source.deferred) and waits
+// for the source's background SQS calls (deletes, DLQ publishes, visibility changes) to
+// end; each is bounded by a timeout. Call it after the worker's Run returned.
 func (s *Source) Close() {
+	s.runDeferred()
 	s.acks.wait()
 	s.extends.wait()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -337,4 +338,61 @@ func TestExtendKeepsARunningTasksMessageHidden(t *testing.T) {
 	if st := m.Stats(); st.Received != 1 || st.DeletedSettled != 1 {
 		t.Errorf("stats %+v: want the one message received once and deleted as settled", st)
 	}
+}
+
+// A handler cancelled because its worker shut down does not use up the task's attempts
+// in SQS mode either: the task goes back to ENQUEUED (a new message) and another worker
+// completes it.
+func TestShutdownOnLastAttemptReleasesTheTask(t *testing.T) {
+	t.Parallel()
+	e := newSQSEnv(t)
+	qs := e.queues(true)
+	m := sqsmode.NewMetrics(nil)
+	run(t, e.enqueuer(qs, m, nil).Run)
+
+	started := make(chan struct{}, 1)
+	var runs atomic.Int32
+	mux := runtime.NewMux()
+	mux.HandleFunc("deploy", func(ctx context.Context, job *runtime.Job) error {
+		if runs.Add(1) == 1 {
+			started <- struct{}{}
+			<-ctx.Done() // still running when the grace period ends
+			return ctx.Err()
+		}
+		return nil
+	})
+	withMux := func(grace time.Duration) func(*runtime.Config) {
+		return func(cfg *runtime.Config) { cfg.Mux, cfg.ShutdownGrace = mux, grace }
+	}
+	first := e.worker(e.source(qs, "worker-a", m, nil), withMux(50*time.Millisecond))
+	stopFirst := run(t, func(ctx context.Context) {
+		if err := first.Run(ctx); err != nil {
+			t.Errorf("first worker: Run: %v", err)
+		}
+	})
+	id := e.create(store.CreateParams{Kind: "deploy", MaxAttempts: 1})[0]
+	select {
+	case <-started:
+	case <-time.After(waitTimeout):
+		t.Fatal("the task never started")
+	}
+	stopFirst()
+
+	task := e.get(id)
+	if task.Status != store.StatusEnqueued || task.AttemptCount != 1 || task.MaxAttempts != 2 {
+		t.Fatalf("task after shutdown: status %s, attempts %d of %d; want ENQUEUED, 1 of 2",
+			task.Status, task.AttemptCount, task.MaxAttempts)
+	}
+	attempts, err := e.store.ListAttempts(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(attempts) != 1 || attempts[0].Outcome != store.OutcomeRetried || attempts[0].WorkerID != "worker-a" {
+		t.Fatalf("attempts after shutdown: %+v", attempts)
+	}
+
+	e.runWorker(e.worker(e.source(qs, "worker-b", m, nil), withMux(time.Second)))
+	e.waitAll([]uuid.UUID{id}, store.StatusSucceeded)
+	e.checkSucceededOnce([]uuid.UUID{id})
+	e.waitEmpty(e.url("rota"))
 }

@@ -195,17 +195,22 @@ const (
 	Fail OutcomeKind = "fail"
 	// Cancel: the handler stopped because a cancel was requested, PROCESSING -> CANCELED.
 	Cancel OutcomeKind = "cancel"
+	// Release: the worker gave the attempt up, not the task failing (it was shutting
+	// down). Like Retry, but the attempt does not use up the budget: max_attempts is
+	// raised by one, so the task runs again even after its last attempt, and attempt
+	// numbers stay unique. The attempt is recorded as RETRIED.
+	Release OutcomeKind = "release"
 )
 
-// Outcome is one finished attempt to record. A Retry or Fail outcome for a task whose
-// cancel was requested records CANCELED instead.
+// Outcome is one finished attempt to record. A Retry, Release or Fail outcome for a task
+// whose cancel was requested records CANCELED instead.
 type Outcome struct {
 	TaskID      uuid.UUID
 	LeaseToken  uuid.UUID
 	Kind        OutcomeKind
 	Error       string
-	RetryAt     time.Time // for Retry; zero = now
-	RetryStatus Status    // for Retry: StatusPending (default) or StatusEnqueued
+	RetryAt     time.Time // for Retry and Release; zero = now
+	RetryStatus Status    // for Retry and Release: StatusPending (default) or StatusEnqueued
 }
 
 // OutcomeResult reports what an Outcome did: the task's new status, or Err =

@@ -157,7 +157,7 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 	}
 	for i, o := range outcomes {
 		switch o.Kind {
-		case store.Succeed, store.Retry, store.Fail, store.Cancel:
+		case store.Succeed, store.Retry, store.Release, store.Fail, store.Cancel:
 		default:
 			return nil, fmt.Errorf("record outcome %d: %w: unknown outcome kind %q", i, store.ErrInvalid, o.Kind)
 		}
@@ -195,7 +195,7 @@ func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
 	var to store.Status
 	var result store.AttemptOutcome
 	kind := o.Kind
-	if e.task.CancelRequestedAt != nil && (kind == store.Retry || kind == store.Fail) {
+	if e.task.CancelRequestedAt != nil && (kind == store.Retry || kind == store.Release || kind == store.Fail) {
 		kind = store.Cancel
 	}
 	switch kind {
@@ -205,8 +205,8 @@ func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
 		to, result = store.StatusCanceled, store.OutcomeCanceled
 	case store.Fail:
 		to, result = store.StatusFailed, store.OutcomeFailed
-	case store.Retry:
-		if e.task.AttemptCount >= e.task.MaxAttempts {
+	case store.Retry, store.Release:
+		if kind == store.Retry && e.task.AttemptCount >= e.task.MaxAttempts {
 			to, result = store.StatusDead, store.OutcomeDead
 		} else {
 			to, result = store.StatusPending, store.OutcomeRetried
@@ -219,6 +219,9 @@ func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
 	s.transition(e, to, now, func(t *store.Task) {
 		if msg != "" {
 			t.LastError = msg
+		}
+		if kind == store.Release {
+			t.MaxAttempts++ // the attempt does not count
 		}
 		if to.Terminal() {
 			done := now

@@ -92,7 +92,7 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 	for i, o := range outcomes {
 		results[i].TaskID = o.TaskID
 		switch o.Kind {
-		case store.Succeed, store.Retry, store.Fail, store.Cancel:
+		case store.Succeed, store.Retry, store.Release, store.Fail, store.Cancel:
 		default:
 			return nil, fmt.Errorf("record outcomes: %w: unknown outcome kind %q", store.ErrInvalid, o.Kind)
 		}

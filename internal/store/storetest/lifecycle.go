@@ -16,6 +16,7 @@ var outcomeTests = []testCase{
 	{"RetryLater", testOutcomeRetryLater},
 	{"RetryToEnqueued", testOutcomeRetryEnqueued},
 	{"RetryExhaustedGoesDead", testOutcomeRetryExhausted},
+	{"ReleaseDoesNotCount", testOutcomeRelease},
 	{"FailIsPermanent", testOutcomeFail},
 	{"CancelOutcome", testOutcomeCancel},
 	{"StaleTokenLeaseLost", testOutcomeStaleToken},
@@ -155,6 +156,48 @@ func testOutcomeRetryExhausted(t *testing.T, s store.Store) {
 	}
 }
 
+// A released attempt (the worker shut down) is recorded but does not use up the budget:
+// on the last attempt it returns the task due now instead of DEAD, and max_attempts grows
+// by one so attempt numbers stay unique.
+func testOutcomeRelease(t *testing.T, s store.Store) {
+	task := createAndClaim(t, s, store.CreateParams{Kind: "k", MaxAttempts: 1})
+	after := recordOK(t, s, outcome(task, store.Release, "worker shut down"), store.StatusPending)
+	checkNoLease(t, after)
+	isNil(t, "CompletedAt", after.CompletedAt)
+	nearNow(t, "ScheduledFor of a release", after.ScheduledFor)
+	if after.AttemptCount != 1 || after.MaxAttempts != 2 || after.LastError != "worker shut down" {
+		t.Fatalf("after release: attempt %d of %d, last_error %q", after.AttemptCount, after.MaxAttempts, after.LastError)
+	}
+	checkClosedAttempt(t, s, task, 1, store.OutcomeRetried, "worker shut down")
+	if n := len(deadLettersOf(t, s, task.ID)); n != 0 {
+		t.Fatalf("a release wrote %d dead letters", n)
+	}
+	again := claimID(t, s, task, store.StatusPending, 30*time.Second)
+	if again.AttemptCount != 2 {
+		t.Fatalf("claim after a release: attempt_count %d", again.AttemptCount)
+	}
+	// Its budget is spent once a counted attempt fails.
+	recordOK(t, s, outcome(again, store.Retry, "boom"), store.StatusDead)
+
+	// In SQS mode it needs a new message.
+	enq := createAndClaim(t, s, store.CreateParams{Kind: "k", MaxAttempts: 1})
+	o := outcome(enq, store.Release, "x")
+	o.RetryStatus = store.StatusEnqueued
+	if after := recordOK(t, s, o, store.StatusEnqueued); after.EnqueuedAt != nil || after.MaxAttempts != 2 {
+		t.Fatalf("released to ENQUEUED: enqueued_at %v, max_attempts %d", after.EnqueuedAt, after.MaxAttempts)
+	}
+	claimID(t, s, enq, store.StatusEnqueued, 30*time.Second)
+
+	// A cancel request wins, and then the budget stays as it was.
+	c := createAndClaim(t, s, store.CreateParams{Kind: "k", MaxAttempts: 1})
+	if _, err := s.CancelTask(ctx(t), c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if done := recordOK(t, s, outcome(c, store.Release, "x"), store.StatusCanceled); done.MaxAttempts != 1 {
+		t.Fatalf("canceled on release: max_attempts %d", done.MaxAttempts)
+	}
+}
+
 func testOutcomeFail(t *testing.T, s store.Store) {
 	task := createAndClaim(t, s, store.CreateParams{Queue: "q", Kind: "parse", MaxAttempts: 10})
 	failed := recordOK(t, s, outcome(task, store.Fail, "bad input: no such user"), store.StatusFailed)
@@ -195,7 +238,7 @@ func testOutcomeCancel(t *testing.T, s store.Store) {
 
 func testOutcomeStaleToken(t *testing.T, s store.Store) {
 	task := createAndClaim(t, s, store.CreateParams{Kind: "k"})
-	for _, kind := range []store.OutcomeKind{store.Succeed, store.Retry, store.Fail, store.Cancel} {
+	for _, kind := range []store.OutcomeKind{store.Succeed, store.Retry, store.Release, store.Fail, store.Cancel} {
 		o := outcome(task, kind, "x")
 		o.LeaseToken = uuid.New()
 		r := record(t, s, o)[0]
@@ -217,7 +260,7 @@ func testOutcomeStaleToken(t *testing.T, s store.Store) {
 }
 
 func testOutcomeTwice(t *testing.T, s store.Store) {
-	for _, kind := range []store.OutcomeKind{store.Succeed, store.Retry, store.Fail, store.Cancel} {
+	for _, kind := range []store.OutcomeKind{store.Succeed, store.Retry, store.Release, store.Fail, store.Cancel} {
 		task := createAndClaim(t, s, store.CreateParams{Kind: "k"})
 		o := outcome(task, kind, "err")
 		first := record(t, s, o)[0]

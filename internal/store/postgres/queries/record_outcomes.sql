@@ -3,7 +3,7 @@
 -- time: a running attempt lives on the task row, migration 0007).
 --
 -- $1..$6 hold one element per outcome (the caller removes repeated (id, token) pairs):
--- task id, lease token, kind ('succeed', 'retry', 'fail', 'cancel'), error ('' = none,
+-- task id, lease token, kind ('succeed', 'retry', 'release', 'fail', 'cancel'), error ('' = none,
 -- already truncated), retry_at (NULL = now), retry status ('PENDING' or 'ENQUEUED').
 -- Returns (ord, status) for every outcome that matched; ord is the 1-based input position.
 --
@@ -26,9 +26,12 @@ WITH input AS (
     -- generic plan, from 10 rows (an unnest of a parameter) to 1, which keeps the join
     -- below a nested loop of primary-key lookups even while the table looks tiny.
     SELECT *,
-           -- retrying: the attempt failed and may run again, unless the task says
-           -- otherwise (checked below on the task's latest version).
-           kind = 'retry' AS retry
+           -- retrying: the attempt ended without a result and may run again, unless the
+           -- task says otherwise (checked below on the task's latest version).
+           kind IN ('retry', 'release') AS retry,
+           -- released: the worker gave the attempt up (shutdown); it does not count, so
+           -- max_attempts grows by one and a last attempt is not DEAD.
+           kind = 'release' AS release
     FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
         WITH ORDINALITY AS u (task_id, lease_token, kind, error, retry_at, retry_status, ord)
     ORDER BY task_id
@@ -39,23 +42,26 @@ WITH input AS (
                      WHEN i.kind = 'succeed' THEN 'SUCCEEDED'
                      WHEN i.kind = 'cancel' OR t.cancel_requested_at IS NOT NULL THEN 'CANCELED'
                      WHEN i.kind = 'fail' THEN 'FAILED'
-                     WHEN t.attempt_count >= t.max_attempts THEN 'DEAD'
+                     WHEN t.attempt_count >= t.max_attempts AND NOT i.release THEN 'DEAD'
                      ELSE i.retry_status
                  END,
-        -- The three columns below follow the status above: "runs again" is exactly the
-        -- ELSE branch (a retry, no cancel request, attempts left).
-        scheduled_for = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND t.attempt_count < t.max_attempts
+        -- The four columns below follow the status above: "runs again" is exactly the
+        -- ELSE branch (a retry or release, no cancel request, attempts left or released).
+        scheduled_for = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND (t.attempt_count < t.max_attempts OR i.release)
                              THEN coalesce(i.retry_at, now())
                              ELSE t.scheduled_for END,
-        completed_at = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND t.attempt_count < t.max_attempts
+        completed_at = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND (t.attempt_count < t.max_attempts OR i.release)
                             THEN NULL
                             ELSE now() END,
         -- A retry in SQS mode needs a new message once due (the worker deletes the old
         -- one after this commit): NULL is what the enqueuer looks for (enqueue_due.sql).
-        enqueued_at = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND t.attempt_count < t.max_attempts
+        enqueued_at = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND (t.attempt_count < t.max_attempts OR i.release)
                                 AND i.retry_status = 'ENQUEUED'
                            THEN NULL
                            ELSE t.enqueued_at END,
+        max_attempts = CASE WHEN i.release AND t.cancel_requested_at IS NULL
+                            THEN t.max_attempts + 1
+                            ELSE t.max_attempts END,
         last_error = coalesce(nullif(i.error, ''), t.last_error),
         lease_token = NULL,
         lease_expires_at = NULL,
