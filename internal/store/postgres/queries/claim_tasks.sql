@@ -8,13 +8,14 @@
 --
 -- Due tasks are found one priority level at a time: levels walks the distinct priorities
 -- of the queue's claimable tasks, highest first, one index probe each (a loose index
--- scan; it starts above every priority, a smallint, so the first probe is planned once
+-- scan; the probe is ORDER BY ... LIMIT 1, not max(), which costs a second planning; the
+-- walk starts above every priority, a smallint, so the first probe is planned once
 -- with the others), and for each level an index range scan (queue, priority,
 -- scheduled_for <= now()) returns the due tasks oldest first and stops at the first one
--- not yet due. Scanned
--- with only queue fixed, the index would be walked through every task not yet due
--- (delayed tasks, retries in backoff) on every claim, and with statistics saying few are
--- due the planner even preferred a sequential scan of the whole table. Levels are
+-- not yet due. Scanned with only queue fixed, the index would be walked through every
+-- task not yet due (delayed tasks, retries in backoff) on every claim, and with
+-- statistics saying few are due the planner even preferred a sequential scan of the
+-- whole table. Levels are
 -- produced lazily, so a claim filled by the top level never looks at the others.
 --
 -- The update finds the locked rows by ctid, which stays valid while the lock is held, as
@@ -24,8 +25,9 @@
 WITH RECURSIVE levels(priority) AS (
     SELECT 32767::smallint -- above every priority (a smallint): where the walk starts
   UNION ALL
-    SELECT (SELECT max(t.priority) FROM rota.tasks t
-            WHERE t.status = {{status}} AND t.queue = $1 AND t.priority < levels.priority)
+    SELECT (SELECT t.priority FROM rota.tasks t
+            WHERE t.status = {{status}} AND t.queue = $1 AND t.priority < levels.priority
+            ORDER BY t.priority DESC LIMIT 1)
     FROM levels
     WHERE levels.priority IS NOT NULL
 ), due AS (

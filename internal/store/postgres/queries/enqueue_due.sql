@@ -22,8 +22,9 @@
 WITH RECURSIVE pending_levels(priority) AS (
     SELECT 32767::smallint -- above every priority: where the walk starts (claim_tasks.sql)
   UNION ALL
-    SELECT (SELECT max(t.priority) FROM rota.tasks t
-            WHERE t.status = 'PENDING' AND t.queue = $1 AND t.priority < l.priority)
+    SELECT (SELECT t.priority FROM rota.tasks t
+            WHERE t.status = 'PENDING' AND t.queue = $1 AND t.priority < l.priority
+            ORDER BY t.priority DESC LIMIT 1)
     FROM pending_levels l
     WHERE l.priority IS NOT NULL
 ), pending AS (
@@ -45,8 +46,9 @@ WITH RECURSIVE pending_levels(priority) AS (
 ), unsent_levels(priority) AS (
     SELECT 32767::smallint
   UNION ALL
-    SELECT (SELECT max(t.priority) FROM rota.tasks t
-            WHERE t.status = 'ENQUEUED' AND t.enqueued_at IS NULL AND t.queue = $1 AND t.priority < l.priority)
+    SELECT (SELECT t.priority FROM rota.tasks t
+            WHERE t.status = 'ENQUEUED' AND t.enqueued_at IS NULL AND t.queue = $1 AND t.priority < l.priority
+            ORDER BY t.priority DESC LIMIT 1)
     FROM unsent_levels l
     WHERE l.priority IS NOT NULL
 ), unsent AS (
