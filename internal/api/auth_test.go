@@ -185,7 +185,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	enum := schemas["Error"].(map[string]any)["properties"].(map[string]any)["error"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)["enum"].([]any)
 	for _, code := range []string{codeInvalidRequest, codeInvalidJSON, codeUnauthorized, codeTooManyRequests, codeCrossOrigin,
 		codeHostNotAllowed, codeNotFound, codeMethodNotAllowed, codeIllegalTransition, codeLeaseLost, codeConflict,
-		codePayloadTooLarge, codeUnsupportedMediaType, codeInternal, codeUnavailable} {
+		codePayloadTooLarge, codeUnsupportedMediaType, codeRequestTimeout, codeInternal, codeUnavailable} {
 		if !slices.Contains(enum, any(code)) {
 			t.Errorf("error code %q is not documented", code)
 		}

@@ -8,7 +8,9 @@ import (
 	"io"
 	"math"
 	"mime"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -38,7 +40,13 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64, allowEmpty bo
 		if errors.As(err, &mbe) {
 			return nil, tooLarge(limit)
 		}
-		return nil, fmt.Errorf("read request body: %w", err)
+		// The server's ReadTimeout passed (a client sending too slowly), or the client went
+		// away: either way its fault, not a 500 in the logs.
+		var ne net.Error
+		if errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+			return nil, &apiError{http.StatusRequestTimeout, codeRequestTimeout, "the request body did not arrive in time"}
+		}
+		return nil, invalidRequest(fmt.Sprintf("could not read the request body: %v", err))
 	}
 	if len(body) == 0 {
 		if allowEmpty {

@@ -24,6 +24,7 @@ const (
 	codeConflict             = "conflict"
 	codePayloadTooLarge      = "payload_too_large"
 	codeUnsupportedMediaType = "unsupported_media_type"
+	codeRequestTimeout       = "request_timeout"
 	codeInternal             = "internal"
 	codeUnavailable          = "unavailable"
 )
