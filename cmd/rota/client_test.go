@@ -400,6 +400,27 @@ func TestDeadLettersReplayStopsAtTheCount(t *testing.T) {
 	}
 }
 
+// TestDeadLettersReplayGoesOnPastTasksSharingAKey: a call that replays less than a full
+// batch because two dead tasks share an idempotency key (only the older is replayed) is
+// not the end: the CLI goes on until a call replays nothing.
+func TestDeadLettersReplayGoesOnPastTasksSharingAKey(t *testing.T) {
+	a := newTestAPI(t, "")
+	dieWithKey := func() {
+		if _, err := a.store.CreateTasks(context.Background(), []store.CreateParams{
+			{Queue: "keys", Kind: "k", MaxAttempts: 1, IdempotencyKey: "once"}}); err != nil {
+			t.Fatal(err)
+		}
+		makeDeadAgain(t, a.store, "keys")
+	}
+	dieWithKey() // the older
+	dieWithKey() // the younger, created once the older's death freed the key
+	makeDead(t, a.store, "keys", "k", 3, true)
+	out, errOut, err := a.cli(t, "dead-letters", "replay", "--queue", "keys", "--batch", "2")
+	if err != nil || !strings.Contains(out, "replayed 4 task(s)") {
+		t.Fatalf("replay: %v\n%s\n%s", err, out, errOut)
+	}
+}
+
 // makeDeadAgain claims every PENDING task of queue and fails it permanently.
 func makeDeadAgain(t *testing.T, st store.Store, queue string) {
 	ctx := context.Background()

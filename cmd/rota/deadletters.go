@@ -210,15 +210,17 @@ func runDeadLettersReplay(ctx context.Context, args []string, stdout, stderr io.
 			return cf.explain(err)
 		}
 		sum.Matched = matched
-		// Loop until a call replays less than a full batch. Stopping once the count taken
-		// at the start is reached also ends the run if replayed tasks die again at once
-		// (a permanently failing kind) instead of replaying them forever.
+		// Loop until a call replays nothing: a call may replay less than a full batch with
+		// more to come (of dead tasks sharing an idempotency key it replays only the
+		// oldest). Stopping once the count taken at the start is reached also ends the run
+		// if replayed tasks die again at once (a permanently failing kind) instead of
+		// replaying them forever.
 		for sum.Matched > 0 {
 			n, err := call(filter)
 			if err != nil {
 				return err
 			}
-			if n < *batch || sum.Replayed >= sum.Matched {
+			if n == 0 || sum.Replayed >= sum.Matched {
 				break
 			}
 		}

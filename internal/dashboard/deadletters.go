@@ -112,8 +112,23 @@ func (d *Dashboard) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 		msg = "No DEAD or FAILED task matches" + describeReplay(p) + "; nothing was replayed."
 	case len(tasks) == maxBulkReplay:
 		msg += fmt.Sprintf(" One replay moves at most %d: more may match, replay again.", maxBulkReplay)
+	case d.deadTasksRemain(r, p):
+		// A replay may stop short of the limit with more to come: of dead tasks sharing an
+		// idempotency key only the oldest is replayed.
+		msg += " Some matching tasks are still DEAD or FAILED: replay again to go on (a task whose idempotency key a live task holds cannot be replayed)."
 	}
 	d.redirectBack(w, r, "/dead-letters", flashOK, msg)
+}
+
+// deadTasksRemain reports whether a DEAD or FAILED task still matches the bulk replay's
+// filter (false when that cannot be told).
+func (d *Dashboard) deadTasksRemain(r *http.Request, p store.ReplayParams) bool {
+	statuses := []store.Status{store.StatusDead, store.StatusFailed}
+	if p.Reason != "" {
+		statuses = []store.Status{p.Reason}
+	}
+	left, _, err := d.cfg.Store.ListTasks(r.Context(), store.ListParams{Statuses: statuses, Queue: p.Queue, Kind: p.Kind, Limit: 1})
+	return err == nil && len(left) > 0
 }
 
 // describeReplay names the filter of a bulk replay: " (queue emails, reason DEAD)".
