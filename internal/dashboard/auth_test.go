@@ -348,6 +348,17 @@ func TestBearerToken(t *testing.T) {
 	login(t, basic, "/")
 	basic.get("/").want(t, http.StatusOK)
 
+	// A proxy's own Bearer token (an OAuth proxy's id token) on a logged-in browser's
+	// requests is not a wrong Rota token: the session decides and nothing is counted
+	// (three would use up this limiter's budget of two, and the wrong tokens below would
+	// meet 429 at once).
+	proxied := newBrowser(t, d)
+	login(t, proxied, "/")
+	proxied.header.Set("Authorization", "Bearer proxy-id-token")
+	for range 3 {
+		proxied.get("/").want(t, http.StatusOK)
+	}
+
 	// Wrong tokens: 401 with WWW-Authenticate, counted with the login's.
 	wrong := newBrowser(t, d)
 	wrong.header.Set("Authorization", "Bearer not-the-token")

@@ -195,12 +195,18 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.renderError(w, r, http.StatusForbidden, "This request came from another site and was refused; nothing was changed. Use the dashboard's own forms.")
 		return
 	}
-	bearer, answered := d.checkBearer(w, r)
-	if answered {
-		return
-	}
 	public := r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/assets/")
 	sess, ok := d.session(r)
+	// A Bearer token is looked at only without a valid session: a proxy in front (an
+	// OAuth one, say) may add its own Authorization to a logged-in browser's requests,
+	// and that is neither a wrong Rota token nor a guess to count.
+	var bearer bool
+	if !ok {
+		var answered bool
+		if bearer, answered = d.checkBearer(w, r); answered {
+			return
+		}
+	}
 	if !public && !ok && !bearer {
 		if safe {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(localPath(r.URL.RequestURI())), http.StatusSeeOther)
