@@ -97,7 +97,7 @@ func newQueues(client *sqs.Client, cfg QueueConfig, rotaQueues []string) (*Queue
 	qs.dlq = dlq
 	if dlq != nil {
 		for _, rq := range qs.RotaQueues() {
-			if qs.byRota[rq].name == dlq.name {
+			if sameQueue(qs.byRota[rq], dlq) {
 				errs = append(errs, fmt.Errorf("Rota queue %q maps to SQS queue %q, the dead-letter queue: "+
 					"its workers would delete dead-letter events as poison; rename the queue or set ROTA_SQS_DLQ", rq, dlq.name))
 			}
@@ -189,6 +189,16 @@ func newSQSQueue(client *sqs.Client, base, rq string, create bool) (*sqsQueue, e
 	}
 	u.Path = path.Join(path.Dir(u.Path), name)
 	return &sqsQueue{client: client, name: name, create: create, resolved: u.String()}, nil
+}
+
+// sameQueue reports whether a and b may be one SQS queue. Two URLs are compared whole
+// (one name in two accounts or regions is two queues); otherwise by name, as a name is
+// resolved in the client's own account and region, where the other may well be.
+func sameQueue(a, b *sqsQueue) bool {
+	if a.resolved != "" && b.resolved != "" {
+		return a.resolved == b.resolved
+	}
+	return a.name == b.name
 }
 
 func isURL(s string) bool {

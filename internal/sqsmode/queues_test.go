@@ -81,6 +81,11 @@ func TestBadQueueNamesAreRefusedAtStart(t *testing.T) {
 			t.Errorf("NewQueues(%+v, %q) = %v, want an error containing %q", tc.cfg, tc.queues, err, tc.want)
 		}
 	}
+	// The same name in another account is another queue.
+	otherAccount := QueueConfig{Queue: "https://sqs.eu-west-1.amazonaws.com/111/rota", DLQ: "https://sqs.eu-west-1.amazonaws.com/222/rota-dlq"}
+	if _, err := NewQueues(offline, otherAccount, []string{"default", "dlq"}); err != nil {
+		t.Errorf("queue dlq of account 111 and the DLQ of account 222: %v, want them apart", err)
+	}
 }
 
 func TestResolveFindsCreatesOrRefusesQueues(t *testing.T) {
