@@ -40,6 +40,19 @@ func TestEndpoint(t *testing.T) {
 	if status, _ := get(t, base+"/api/tasks"); status != http.StatusNotFound {
 		t.Errorf("/api/tasks: %d, want 404 (a worker serves no API)", status)
 	}
+	// Addressed to a DNS name (a DNS-rebinding page): /metrics is refused, the probe is not.
+	for path, want := range map[string]int{"/metrics": http.StatusForbidden, "/healthz": http.StatusOK} {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.Host = "rebind.example:9090"
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s with Host rebind.example: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
 }
 
 func get(t *testing.T, url string) (int, string) {
