@@ -101,6 +101,37 @@ func TestSharedStatsReusesOnlyForLiveFetches(t *testing.T) {
 	}
 }
 
+// slowStats is a store whose Stats query takes took on the test's clock.
+type slowStats struct {
+	store.Store
+	now  *time.Time
+	took time.Duration
+}
+
+func (s *slowStats) Stats(ctx context.Context) ([]store.QueueStats, error) {
+	*s.now = s.now.Add(s.took)
+	return s.Store.Stats(ctx)
+}
+
+// TestSharedStatsReusesASlowResultLonger: a query that took 2 s answers live fetches for
+// 5 times as long, so pages polling every second cannot keep the database busy.
+func TestSharedStatsReusesASlowResultLonger(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	st := &slowStats{Store: memoryStore(t), now: &now, took: 2 * time.Second}
+	s := newSharedStats(st, func() time.Time { return now })
+	ctx := context.Background()
+	s.get(ctx, true)
+	createTask(t, st, store.CreateParams{})
+	now = now.Add(9 * time.Second)
+	if got, _ := s.get(ctx, true); len(got) != 0 {
+		t.Fatal("a live fetch 9 s after a 2 s query did not reuse its result")
+	}
+	now = now.Add(time.Second)
+	if got, _ := s.get(ctx, true); len(got) != 1 {
+		t.Fatal("a result 10 s old, of a 2 s query, was reused")
+	}
+}
+
 func TestChart(t *testing.T) {
 	for v, want := range map[int64]int64{0: 2, 1: 2, 2: 2, 3: 10, 7: 10, 10: 10, 11: 20, 45: 50, 120: 200, 999: 1000} {
 		if got := niceCeiling(v); got != want {
