@@ -25,7 +25,9 @@ func (s *Store) ReplayTasks(ctx context.Context, params store.ReplayParams) ([]*
 	if len(params.TaskIDs) > 0 {
 		ids = params.TaskIDs
 	}
-	tasks, err := collectTasks(s.pool.Query(ctx, sqlReplayTasks, ids, params.Queue, params.Kind, string(params.Reason), params.Limit))
+	// Planned per call: its optional filters (NULL or '' = any) make a generic plan a
+	// sequential scan.
+	tasks, err := collectTasks(s.pool.Query(ctx, sqlReplayTasks, planPerCall, ids, params.Queue, params.Kind, string(params.Reason), params.Limit))
 	if err != nil {
 		return nil, translate("replay tasks", err)
 	}
@@ -37,7 +39,9 @@ func (s *Store) DeleteFinishedTasks(ctx context.Context, params store.RetentionP
 	if params.Limit < 1 {
 		return 0, fmt.Errorf("delete finished tasks: %w: limit must be at least 1", store.ErrInvalid)
 	}
-	tag, err := s.pool.Exec(ctx, sqlDeleteFinishedTasks, cutoff(params.SucceededBefore), cutoff(params.FailedBefore), params.Limit)
+	// Planned per call: a generic plan cached while the table was empty walks every
+	// finished task and hash-joins a sequential scan (TestRetentionIsPlannedPerCall).
+	tag, err := s.pool.Exec(ctx, sqlDeleteFinishedTasks, planPerCall, cutoff(params.SucceededBefore), cutoff(params.FailedBefore), params.Limit)
 	if err != nil {
 		return 0, translate("delete finished tasks", err)
 	}

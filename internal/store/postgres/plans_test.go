@@ -170,3 +170,44 @@ func dueIndexBlocks(t *testing.T, pool *pgxpool.Pool) int64 {
 	}
 	return n
 }
+
+// TestRetentionIsPlannedPerCall: the retention clean-up runs every minute with cutoffs as
+// parameters. A generic plan cached while the table was empty walks every finished task
+// (the whole tasks_finished index and its rows) and joins the batch to a sequential scan
+// of the table; planned per call it reads only the tasks past the cutoffs.
+func TestRetentionIsPlannedPerCall(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	retain := func(limit int) int {
+		t.Helper()
+		n, err := st.DeleteFinishedTasks(ctx, store.RetentionParams{
+			SucceededBefore: time.Now().Add(-24 * time.Hour), FailedBefore: time.Now().Add(-24 * time.Hour), Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 10 { // enough runs on the empty table for PostgreSQL to settle on a cached plan
+		retain(100)
+	}
+	// 20,000 tasks finished an hour ago (kept) and 30 finished two days ago (past retention).
+	exec(t, pool, `INSERT INTO rota.tasks (id, queue, kind, payload, status, scheduled_for, attempt_count, max_attempts, completed_at)
+		SELECT gen_random_uuid(), 'default', 'noop', '{}', 'SUCCEEDED', now() - interval '3 days', 1, 3,
+		       CASE WHEN g <= 30 THEN now() - interval '2 days' ELSE now() - interval '1 hour' END
+		FROM generate_series(1, 20000) AS g`)
+	before := seqScans(t, pool)
+	deleted := 0
+	for range 3 {
+		deleted += retain(10)
+	}
+	if deleted != 30 {
+		t.Fatalf("deleted %d tasks, want the 30 past retention", deleted)
+	}
+	if n := seqScans(t, pool) - before; n != 0 {
+		t.Fatalf("retention scanned rota.tasks sequentially %d times", n)
+	}
+}
