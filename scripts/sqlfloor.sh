@@ -13,7 +13,8 @@
 # autocommit statements sent the way the store sends them (--mode):
 #
 #   1. claim: internal/store/postgres/queries/claim_tasks.sql, read from the file at run
-#      time, {{status}} = 'PENDING', $1..$4 = 'default', --batch, 'sqlfloor', '1 minute';
+#      time, {{status}} = 'PENDING', $1..$4 = 'default', --batch, 'sqlfloor', '1 minute',
+#      $5..$7 (the claim hint) NULL;
 #   2. outcome: queries/record_outcomes.sql, read likewise, marking every claimed task
 #      'succeed' (no error, no retry time, retry status 'PENDING'), fenced by its token.
 #
@@ -212,7 +213,12 @@ FROM claimed"
 
 # shellcheck disable=SC2016 # $1.. are the statements' parameters, not shell variables
 # pgbench variables: in extended and prepared mode each :name is sent as a parameter ($n).
-claim_vars() { sed -e 's/\$1\b/:queue/g' -e 's/\$2\b/:batch/g' -e 's/\$3\b/:worker/g' -e 's/\$4\b/:lease/g'; }
+# $5..$7, the worker's claim hint (store.ClaimParams.After), are NULL: every claim walks
+# its level from the start, as a worker's first claim and any after a short one do.
+claim_vars() {
+  sed -e 's/\$1\b/:queue/g' -e 's/\$2\b/:batch/g' -e 's/\$3\b/:worker/g' -e 's/\$4\b/:lease/g' \
+      -e 's/\$5\b/NULL/g' -e 's/\$6\b/NULL/g' -e 's/\$7\b/NULL/g'
+}
 outcome_vars() {
   # shellcheck disable=SC2016
   sed -e 's/\$1\b/:ids/g' -e 's/\$2\b/:tokens/g' -e 's/\$3\b/:kinds/g' \
@@ -231,7 +237,7 @@ pgbench_vars=(-D queue=default -D "batch=$batch" -D worker=sqlfloor -D "lease=1 
 if [ "$explain" = 1 ]; then
   echo
   echo "== EXPLAIN (ANALYZE, BUFFERS, WAL) at $tasks PENDING rows ($mode: $([ "$mode" = extended ] && echo "custom plans, as planPerCall" || echo "plan cache decides"); autocommit; after 8 warm-up rounds)"
-  claim_exec="EXECUTE claim('default', $batch, 'sqlfloor', '1 minute')"
+  claim_exec="EXECUTE claim('default', $batch, 'sqlfloor', '1 minute', NULL, NULL, NULL)"
   # The tokens of the tasks just claimed, for the outcome statement.
   take="SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids,
        coalesce(array_agg(lease_token ORDER BY id), '{}') AS tokens,
@@ -242,7 +248,7 @@ FROM rota.tasks WHERE status = 'PROCESSING' AND worker_id = 'sqlfloor'"
   outcome_exec="EXECUTE outcome(:'ids', :'tokens', :'kinds', :'errs', :'retry_ats', :'statuses')"
   {
     if [ "$mode" = extended ]; then echo "SET plan_cache_mode = force_custom_plan;"; fi
-    printf 'PREPARE claim(text, bigint, text, interval) AS\n%s;\n' "$claim_sql"
+    printf 'PREPARE claim(text, bigint, text, interval, smallint, timestamptz, uuid) AS\n%s;\n' "$claim_sql"
     printf 'PREPARE outcome(uuid[], uuid[], text[], text[], timestamptz[], text[]) AS\n%s;\n' "$outcome_sql"
     for _ in 1 2 3 4 5 6 7 8; do
       printf '%s\n' '\o /dev/null' "$claim_exec;" "$take \gset" "$outcome_exec;" '\o'

@@ -25,7 +25,18 @@ type fetcher struct {
 	// idleTurn holds one token: with a Source, the loop holding it is the only one of
 	// this queue that waits for work while the queue is idle (source.go).
 	idleTurn chan struct{}
+
+	// after is the claim hint (store.ClaimParams.After): the last task of the previous
+	// claim while claims come back full, so that a drain does not walk the index entries
+	// of the tasks it already claimed on every claim. It is dropped on a short claim and
+	// once it is claimHintMaxAge old, so a task it skips waits at most that long.
+	after      *store.ClaimKey
+	afterSince time.Time
 }
+
+// claimHintMaxAge bounds how long a chain of hinted claims lasts before a claim walks the
+// queue from its start again.
+const claimHintMaxAge = time.Second
 
 func newFetcher(w *Worker, queue string) *fetcher {
 	f := &fetcher{w: w, queue: queue, wake: make(chan struct{}, 1), idleTurn: make(chan struct{}, 1)}
@@ -141,13 +152,29 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 	cfg := &f.w.cfg
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.LeaseDuration)
 	defer cancel()
-	return cfg.Store.ClaimTasks(cctx, store.ClaimParams{
+	now := time.Now()
+	if f.after != nil && now.Sub(f.afterSince) >= claimHintMaxAge {
+		f.after = nil
+	}
+	tasks, err := cfg.Store.ClaimTasks(cctx, store.ClaimParams{
 		Queue:         f.queue,
 		From:          cfg.ClaimFrom,
 		WorkerID:      cfg.WorkerID,
 		Limit:         n,
 		LeaseDuration: cfg.LeaseDuration,
+		After:         f.after,
 	})
+	switch {
+	case err != nil || len(tasks) < n:
+		f.after = nil
+	default:
+		if f.after == nil {
+			f.afterSince = now
+		}
+		key := store.ClaimKeyOf(tasks[len(tasks)-1]) // claims come in claim order
+		f.after = &key
+	}
+	return tasks, err
 }
 
 // errorBackoff is the pause after the n-th consecutive failure of a background call:

@@ -174,6 +174,27 @@ type ClaimParams struct {
 	WorkerID      string
 	Limit         int
 	LeaseDuration time.Duration
+	// After, when set, is a hint: the last task of the caller's previous claim. The claim
+	// may start its walk of After's priority level just past it instead of at the level's
+	// start, where the index entries of the tasks claimed since the last vacuum pile up
+	// (a long drain would otherwise step over all of them on every claim). Due tasks of
+	// that level ordered before After may then be missed (one created with a past
+	// scheduled_for, one another claimer had locked and let go), so a caller drops the
+	// hint when a claim comes back short, and at least every second. Ignored with TaskIDs.
+	After *ClaimKey
+}
+
+// ClaimKey is a task's place in claim order: priority (highest first), then
+// scheduled_for, then id.
+type ClaimKey struct {
+	Priority     int
+	ScheduledFor time.Time
+	ID           uuid.UUID
+}
+
+// ClaimKeyOf returns t's place in claim order.
+func ClaimKeyOf(t *Task) ClaimKey {
+	return ClaimKey{Priority: t.Priority, ScheduledFor: t.ScheduledFor, ID: t.ID}
 }
 
 // HeartbeatParams extends the lease of a PROCESSING task.

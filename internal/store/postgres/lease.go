@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -31,6 +33,8 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 		return nil, fmt.Errorf("claim tasks: %w: limit must be at least 1, got %d", store.ErrInvalid, params.Limit)
 	case params.LeaseDuration <= 0:
 		return nil, fmt.Errorf("claim tasks: %w: lease duration must be positive, got %s", store.ErrInvalid, params.LeaseDuration)
+	case params.After != nil && (params.After.Priority < math.MinInt16 || params.After.Priority > math.MaxInt16):
+		return nil, fmt.Errorf("claim tasks: %w: the hint's priority %d is no task's", store.ErrInvalid, params.After.Priority)
 	}
 
 	var rows pgx.Rows
@@ -42,10 +46,21 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 		}
 		rows, err = s.pool.Query(ctx, sqlClaimTasksByID, planPerCall, queue, limit, params.WorkerID,
 			params.LeaseDuration, params.TaskIDs, string(params.From))
-	case params.From == store.StatusPending:
-		rows, err = s.pool.Query(ctx, sqlClaimPending, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration)
 	default:
-		rows, err = s.pool.Query(ctx, sqlClaimEnqueued, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration)
+		sql := sqlClaimEnqueued
+		if params.From == store.StatusPending {
+			sql = sqlClaimPending
+		}
+		// The hint's level, or NULL (no hint: every level is walked from its start).
+		var afterLevel pgtype.Int2
+		var afterAt time.Time
+		var afterID uuid.UUID
+		if a := params.After; a != nil {
+			afterLevel = pgtype.Int2{Int16: int16(a.Priority), Valid: true}
+			afterAt, afterID = a.ScheduledFor, a.ID
+		}
+		rows, err = s.pool.Query(ctx, sql, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration,
+			afterLevel, afterAt, afterID)
 	}
 	tasks, err := collectTasks(rows, err)
 	if err != nil {

@@ -211,3 +211,45 @@ func TestRetentionIsPlannedPerCall(t *testing.T) {
 		t.Fatalf("retention scanned rota.tasks sequentially %d times", n)
 	}
 }
+
+// TestClaimHintSkipsClaimedEntries: until a vacuum, the claim index keeps an entry for
+// every task claimed from it, at the front of its level. A claim given the last task of
+// the previous claim (ClaimParams.After) starts past them; one without walks them all.
+func TestClaimHintSkipsClaimedEntries(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	exec(t, pool, `INSERT INTO rota.tasks (id, queue, kind, payload, status, scheduled_for, max_attempts)
+		SELECT gen_random_uuid(), 'default', 'noop', '{}', 'PENDING', now() - interval '1 hour' + g * interval '1 millisecond', 3
+		FROM generate_series(1, 20000) AS g`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	claim := func(limit int, after *store.ClaimKey) []*store.Task {
+		t.Helper()
+		tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "default", From: store.StatusPending, WorkerID: "w",
+			Limit: limit, LeaseDuration: time.Minute, After: after})
+		if err != nil || len(tasks) != limit {
+			t.Fatalf("claim: %d tasks, %v; want %d", len(tasks), err, limit)
+		}
+		return tasks
+	}
+	var last *store.Task
+	for range 19 { // 19,000 claimed: their entries stay until a vacuum
+		tasks := claim(1000, nil)
+		last = tasks[len(tasks)-1]
+	}
+	key := store.ClaimKeyOf(last)
+	before := dueIndexBlocks(t, pool)
+	hinted := claim(10, &key)
+	withHint := dueIndexBlocks(t, pool) - before
+	if hinted[0].ScheduledFor.Before(last.ScheduledFor) || hinted[0].ID == last.ID {
+		t.Fatalf("the hinted claim returned %s, not a task past the hint", hinted[0].ID)
+	}
+	before = dueIndexBlocks(t, pool)
+	claim(10, nil)
+	without := dueIndexBlocks(t, pool) - before
+	if withHint > 10 || without < 5*withHint {
+		t.Fatalf("claim index blocks read: %d with the hint, %d without; want a few with it, many more without", withHint, without)
+	}
+}

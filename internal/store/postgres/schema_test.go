@@ -272,7 +272,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 		{postgres.ClaimPendingSQL, "tasks_claim_pending"},
 		{postgres.ClaimEnqueuedSQL, "tasks_claim_enqueued"},
 	} {
-		custom := explain(t, conn.Conn(), "EXPLAIN "+tc.sql, "q1", 10, "w", time.Minute)
+		custom := explain(t, conn.Conn(), "EXPLAIN "+tc.sql, "q1", 10, "w", time.Minute, nil, nil, nil)
 		if !strings.Contains(custom, "Index Scan using "+tc.index) {
 			t.Errorf("custom plan does not use %s:\n%s", tc.index, custom)
 		}
@@ -282,7 +282,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 		if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
 			t.Fatal(err)
 		}
-		generic := explain(t, conn.Conn(), `EXPLAIN EXECUTE claim('q1', 10, 'w', '1 minute')`)
+		generic := explain(t, conn.Conn(), `EXPLAIN EXECUTE claim('q1', 10, 'w', '1 minute', NULL, NULL, NULL)`)
 		if !strings.Contains(generic, "Index Scan using "+tc.index) {
 			t.Errorf("generic plan does not use %s:\n%s", tc.index, generic)
 		}

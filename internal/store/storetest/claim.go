@@ -15,6 +15,7 @@ var claimTests = []testCase{
 	{"SetsLeaseAndRecordsAttempt", testClaimSetsLease},
 	{"OnlyDueTasks", testClaimOnlyDue},
 	{"PriorityThenScheduledForThenID", testClaimOrder},
+	{"HintedClaimsKeepClaimOrder", testClaimHintedOrder},
 	{"FutureHighPriorityDoesNotBlockDueTasks", testClaimFutureHighPriority},
 	{"LimitRespected", testClaimLimit},
 	{"QueueIsolation", testClaimQueueIsolation},
@@ -94,6 +95,42 @@ func testClaimOnlyDue(t *testing.T, s store.Store) {
 	})
 	if len(claimed) != 1 || claimed[0].ID != soon.ID {
 		t.Fatalf("claimed %v, want %s", ids(claimed), soon.ID)
+	}
+}
+
+// testClaimHintedOrder: claims that each pass the last task of the previous one as the
+// hint (ClaimParams.After, as a draining worker does) take tasks in the same order, from
+// level to level, and still find a task of a higher level created meanwhile.
+func testClaimHintedOrder(t *testing.T, s store.Store) {
+	now := time.Now().Truncate(time.Millisecond)
+	at := func(d time.Duration) time.Time { return now.Add(-d) }
+	create(t, s,
+		store.CreateParams{Kind: "p0-new", Priority: 0, ScheduledFor: at(1 * time.Minute)},
+		store.CreateParams{Kind: "p5-new", Priority: 5, ScheduledFor: at(1 * time.Minute)},
+		store.CreateParams{Kind: "p0-old", Priority: 0, ScheduledFor: at(3 * time.Minute)},
+		store.CreateParams{Kind: "pneg", Priority: -3, ScheduledFor: at(time.Hour)},
+		store.CreateParams{Kind: "p5-old", Priority: 5, ScheduledFor: at(2 * time.Minute)},
+		store.CreateParams{Kind: "p9", Priority: 9, ScheduledFor: at(time.Second)},
+	)
+	want := []string{"p9", "p5-old", "p20", "p5-new", "p0-old", "p0-new", "pneg"}
+	var got []string
+	var after *store.ClaimKey
+	for range want {
+		if len(got) == 2 {
+			create(t, s, store.CreateParams{Kind: "p20", Priority: 20, ScheduledFor: at(time.Second)})
+		}
+		p := claimParams("default", 1)
+		p.After = after
+		c := claim(t, s, p)
+		if len(c) != 1 {
+			t.Fatalf("hinted claim %d returned %d tasks, want 1", len(got)+1, len(c))
+		}
+		got = append(got, c[0].Kind)
+		key := store.ClaimKeyOf(c[0])
+		after = &key
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("hinted claim order %v, want %v", got, want)
 	}
 }
 

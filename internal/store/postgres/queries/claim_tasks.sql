@@ -1,5 +1,7 @@
 -- ClaimTasks: moves up to $2 due tasks of queue $1 to PROCESSING, in one statement. $3
--- worker id, $4 lease duration. The attempt this starts lives on the task row until it
+-- worker id, $4 lease duration; $5, $6, $7 the caller's hint (store.ClaimParams.After):
+-- the priority level ($5, NULL = no hint), scheduled_for and id of the last task it
+-- claimed, past which the walk of that level starts. The attempt this starts lives on the task row until it
 -- ends; its rota.task_attempts row is written then (record_outcomes.sql, migration 0007).
 --
 -- {{status}} is replaced by the literal 'PENDING' or 'ENQUEUED' when the package loads:
@@ -25,9 +27,15 @@
 WITH RECURSIVE levels(priority) AS (
     SELECT 32767::smallint -- above every priority (a smallint): where the walk starts
   UNION ALL
-    SELECT (SELECT t.priority FROM rota.tasks t
-            WHERE t.status = {{status}} AND t.queue = $1 AND t.priority < levels.priority
-            ORDER BY t.priority DESC LIMIT 1)
+    -- With a hint, the levels above the hint's are probed down to it, not past it, and
+    -- the hint's level follows them unprobed: a probe into it would step over the
+    -- entries the hint is there to skip. Below it, levels are probed as without a hint.
+    SELECT coalesce(
+             (SELECT t.priority FROM rota.tasks t
+              WHERE t.status = {{status}} AND t.queue = $1 AND t.priority < levels.priority
+                AND t.priority > CASE WHEN levels.priority > $5::smallint THEN $5::smallint ELSE -32768 END
+              ORDER BY t.priority DESC LIMIT 1),
+             CASE WHEN levels.priority > $5::smallint THEN $5::smallint END)
     FROM levels
     WHERE levels.priority IS NOT NULL
 ), due AS (
@@ -41,6 +49,12 @@ WITH RECURSIVE levels(priority) AS (
           AND priority = levels.priority
           AND scheduled_for <= now()
           AND attempt_count < max_attempts
+          -- The hint's level starts just past the hint, other levels at their start: a
+          -- bound the index scan starts from, over the entries of tasks claimed since
+          -- the last vacuum, which a long drain would otherwise step over every claim.
+          AND (scheduled_for, id) > (
+                CASE WHEN levels.priority = $5::smallint THEN $6::timestamptz ELSE '-infinity' END,
+                CASE WHEN levels.priority = $5::smallint THEN $7::uuid ELSE '00000000-0000-0000-0000-000000000000' END)
         ORDER BY scheduled_for, id
         LIMIT $2
         FOR UPDATE SKIP LOCKED
