@@ -17,8 +17,8 @@
 -- not yet due. Scanned with only queue fixed, the index would be walked through every
 -- task not yet due (delayed tasks, retries in backoff) on every claim, and with
 -- statistics saying few are due the planner even preferred a sequential scan of the
--- whole table. Levels are
--- produced lazily, so a claim filled by the top level never looks at the others.
+-- whole table. Levels are produced lazily, so a claim filled by the top level never
+-- looks at the others.
 --
 -- The update finds the locked rows by ctid, which stays valid while the lock is held, as
 -- one array: a TID scan whatever the planner thinks of the table's size or of how many
@@ -29,7 +29,8 @@ WITH RECURSIVE levels(priority) AS (
   UNION ALL
     -- With a hint, the levels above the hint's are probed down to it, not past it, and
     -- the hint's level follows them unprobed: a probe into it would step over the
-    -- entries the hint is there to skip. Below it, levels are probed as without a hint.
+    -- entries the hint is there to skip. Below it, levels are probed as without a hint
+    -- (-32768, below every priority a task may have, stands for no lower bound).
     SELECT coalesce(
              (SELECT t.priority FROM rota.tasks t
               WHERE t.status = {{status}} AND t.queue = $1 AND t.priority < levels.priority
