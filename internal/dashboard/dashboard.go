@@ -73,23 +73,16 @@ func (cfg Config) withDefaults() Config {
 }
 
 func (cfg *Config) validate() error {
-	var errs []error
-	if cfg.Store == nil {
-		errs = append(errs, errors.New("Store is required"))
-	}
+	// Every problem at once, as the API's and the worker's configs do.
+	var problems validate.Problems
+	problems.Check(cfg.Store != nil, "Store is required")
 	// The login form's token is compared trimmed, so the configured one is trimmed too.
 	token, err := validate.Token(cfg.Token)
-	if err != nil {
-		errs = append(errs, err)
-	}
+	problems.Add(err)
 	cfg.Token = token
-	if cfg.SessionTTL < time.Minute {
-		errs = append(errs, fmt.Errorf("SessionTTL must be at least a minute, got %s", cfg.SessionTTL))
-	}
-	if cfg.PollInterval < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("PollInterval must be at least 100ms, got %s", cfg.PollInterval))
-	}
-	return errors.Join(errs...)
+	problems.Check(cfg.SessionTTL >= time.Minute, "SessionTTL must be at least a minute, got %s", cfg.SessionTTL)
+	problems.Check(cfg.PollInterval >= 100*time.Millisecond, "PollInterval must be at least 100ms, got %s", cfg.PollInterval)
+	return problems.Err()
 }
 
 // Dashboard is the web UI. It implements http.Handler for every path it owns (all but

@@ -19,13 +19,7 @@ func newBackground(slots int) *background {
 // SQS is slow enough to fill every slot, the caller slows down rather than piling up
 // goroutines without bound.
 func (b *background) goOrRun(fn func()) {
-	select {
-	case b.slots <- struct{}{}:
-		b.wg.Go(func() {
-			defer func() { <-b.slots }()
-			fn()
-		})
-	default:
+	if !b.tryGo(fn) {
 		fn()
 	}
 }
