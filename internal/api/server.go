@@ -15,10 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -301,8 +299,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.needsToken(r) {
 		// A client that keeps presenting wrong tokens is refused before its token is
 		// compared (authlimit): guessing the token takes forever.
-		if blocked, retry := s.cfg.AuthLimiter.Blocked(r); blocked {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(retry.Seconds()))))
+		if _, refused := s.cfg.AuthLimiter.Refuse(w, r); refused {
 			writeError(w, http.StatusTooManyRequests, codeTooManyRequests, "too many wrong tokens from this address; try again later")
 			return
 		}

@@ -13,9 +13,11 @@ package authlimit
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -116,6 +118,18 @@ func (l *Limiter) Blocked(r *http.Request) (blocked bool, retryAfter time.Durati
 		return false, 0
 	}
 	return true, time.Duration((1 - tokens) * float64(l.every))
+}
+
+// Refuse is Blocked for a handler about to answer r: when the client is blocked it sets
+// the Retry-After header and returns the whole seconds it gives, for the message.
+func (l *Limiter) Refuse(w http.ResponseWriter, r *http.Request) (retrySeconds int, refused bool) {
+	blocked, retry := l.Blocked(r)
+	if !blocked {
+		return 0, false
+	}
+	retrySeconds = int(math.Ceil(retry.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(retrySeconds))
+	return retrySeconds, true
 }
 
 // Failed records a wrong token from the client that sent r.

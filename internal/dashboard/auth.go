@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -132,10 +131,8 @@ func (d *Dashboard) checkBearer(w http.ResponseWriter, r *http.Request) (valid, 
 	if !d.keys.authRequired || !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false, false
 	}
-	if blocked, retry := d.cfg.AuthLimiter.Blocked(r); blocked {
+	if secs, refused := d.cfg.AuthLimiter.Refuse(w, r); refused {
 		// Refused before the token is compared, like the API and the login (authlimit).
-		secs := int(math.Ceil(retry.Seconds()))
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		d.renderError(w, r, http.StatusTooManyRequests, fmt.Sprintf("Too many wrong tokens from your address. Try again in %d s.", secs))
 		return false, true
 	}
@@ -190,10 +187,8 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	if blocked, retry := d.cfg.AuthLimiter.Blocked(r); blocked {
+	if secs, refused := d.cfg.AuthLimiter.Refuse(w, r); refused {
 		// Refused before the token is compared: guessing it takes forever (authlimit).
-		secs := int(math.Ceil(retry.Seconds()))
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		d.render(w, r, http.StatusTooManyRequests, "login", pageData{
 			Title: "Log in",
 			Flash: &flash{Kind: flashError, Message: fmt.Sprintf("Too many wrong tokens from your address. Try again in %d s.", secs)},
