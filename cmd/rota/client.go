@@ -256,10 +256,7 @@ func parseAt(raw string) (time.Time, error) {
 // matches nothing, so it is a usage error found before any request.
 func checkFilters(queue, kind string) error {
 	for _, f := range []struct{ name, value string }{{"queue", queue}, {"kind", kind}} {
-		if f.value == "" {
-			continue
-		}
-		if err := store.ValidateName(f.name, f.value); err != nil {
+		if err := store.ValidateFilter(f.name, f.value); err != nil {
 			return usagef("--%s: %v", f.name, err)
 		}
 	}

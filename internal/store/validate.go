@@ -46,10 +46,10 @@ func ValidateName(field, name string) error {
 	return nil
 }
 
-// validFilter checks a queue or kind filter: "" matches everything, anything else must
+// ValidateFilter checks a queue or kind filter: "" matches everything, anything else must
 // be a valid name. Names are checked on create, so another value could match nothing,
 // and PostgreSQL refuses some outright (NUL, invalid UTF-8): both adapters say ErrInvalid.
-func validFilter(field, value string) error {
+func ValidateFilter(field, value string) error {
 	if value == "" {
 		return nil
 	}
@@ -57,10 +57,10 @@ func validFilter(field, value string) error {
 }
 
 func validFilters(queue, kind string) error {
-	if err := validFilter("queue", queue); err != nil {
+	if err := ValidateFilter("queue", queue); err != nil {
 		return err
 	}
-	return validFilter("kind", kind)
+	return ValidateFilter("kind", kind)
 }
 
 func validReason(reason Status) error {
