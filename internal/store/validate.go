@@ -71,14 +71,29 @@ func validReason(reason Status) error {
 	return fmt.Errorf("%w: reason must be DEAD or FAILED, got %q", ErrInvalid, reason)
 }
 
-// Validate checks the filters (the adapters call it; they decode limit and cursor).
-func (p ListParams) Validate() error {
+// Check checks the filters and returns the page's limit and byte budget with their
+// defaults applied (the adapters call it; they decode the cursor).
+func (p ListParams) Check() (limit, maxBytes int, err error) {
 	for _, st := range p.Statuses {
 		if !st.Valid() {
-			return fmt.Errorf("%w: unknown status %q", ErrInvalid, st)
+			return 0, 0, fmt.Errorf("%w: unknown status %q", ErrInvalid, st)
 		}
 	}
-	return validFilters(p.Queue, p.Kind)
+	if err := validFilters(p.Queue, p.Kind); err != nil {
+		return 0, 0, err
+	}
+	if limit, err = NormalizeLimit(p.Limit); err != nil {
+		return 0, 0, err
+	}
+	switch {
+	case p.MaxBytes == 0:
+		maxBytes = DefaultListBytes
+	case p.MaxBytes < 0:
+		return 0, 0, fmt.Errorf("%w: max bytes must be positive, got %d", ErrInvalid, p.MaxBytes)
+	default:
+		maxBytes = p.MaxBytes
+	}
+	return limit, maxBytes, nil
 }
 
 // Validate checks the filters (the adapters call it; they decode limit and cursor).
@@ -184,7 +199,7 @@ func NormalizeLimit(limit int) (int, error) {
 func ListPage(fetched []*Task, limit, maxBytes int) (page []*Task, next string) {
 	bytes := 0
 	for i, t := range fetched {
-		if i == limit || (i > 0 && bytes >= maxBytes) {
+		if PageFull(i, bytes, limit, maxBytes) {
 			return fetched[:i], EncodeTaskCursor(fetched[i-1].ID)
 		}
 		bytes += len(t.Payload)
@@ -192,15 +207,10 @@ func ListPage(fetched []*Task, limit, maxBytes int) (page []*Task, next string) 
 	return fetched, ""
 }
 
-// ListBytes applies the default and checks a ListParams.MaxBytes.
-func ListBytes(maxBytes int) (int, error) {
-	switch {
-	case maxBytes == 0:
-		return DefaultListBytes, nil
-	case maxBytes < 0:
-		return 0, fmt.Errorf("%w: max bytes must be positive, got %d", ErrInvalid, maxBytes)
-	}
-	return maxBytes, nil
+// PageFull reports whether a list page of n tasks whose payloads take bytes is complete:
+// limit tasks, or at least one task and maxBytes of payloads.
+func PageFull(n, bytes, limit, maxBytes int) bool {
+	return n == limit || (n > 0 && bytes >= maxBytes)
 }
 
 // Task list cursors are opaque to callers: the id of the last task of the page.

@@ -370,14 +370,7 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) ([]*store.Tas
 	if err := ctx.Err(); err != nil {
 		return nil, "", err
 	}
-	limit, err := store.NormalizeLimit(p.Limit)
-	if err == nil {
-		err = p.Validate()
-	}
-	maxBytes, bytesErr := store.ListBytes(p.MaxBytes)
-	if err == nil {
-		err = bytesErr
-	}
+	limit, maxBytes, err := p.Check()
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", err)
 	}
@@ -401,21 +394,20 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) ([]*store.Tas
 	if p.Cursor != "" {
 		end, _ = slices.BinarySearchFunc(s.ids, cursor, compareIDs) // ids strictly below the cursor
 	}
-	// Fetch as list_tasks.sql does: up to limit+1 tasks, and at most one past the bytes.
-	var fetched []*store.Task
+	var out []*store.Task
 	bytes := 0
-	for i := end - 1; i >= 0 && len(fetched) <= limit && (len(fetched) == 0 || bytes < maxBytes); i-- {
+	for i := end - 1; i >= 0; i-- {
 		t := &s.tasks[s.ids[i]].task
 		if (statuses != nil && !statuses[t.Status]) || (p.Queue != "" && t.Queue != p.Queue) || (p.Kind != "" && t.Kind != p.Kind) {
 			continue
 		}
-		if len(fetched) > 0 {
-			bytes += len(fetched[len(fetched)-1].Payload)
+		if store.PageFull(len(out), bytes, limit, maxBytes) { // and t follows
+			return out, store.EncodeTaskCursor(out[len(out)-1].ID), nil
 		}
-		fetched = append(fetched, cloneTask(t))
+		out = append(out, cloneTask(t))
+		bytes += len(t.Payload)
 	}
-	page, next := store.ListPage(fetched, limit, maxBytes)
-	return page, next, nil
+	return out, "", nil
 }
 
 // ListAttempts returns a task's attempt history, oldest first. ErrNotFound for an

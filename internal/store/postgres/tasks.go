@@ -130,14 +130,7 @@ func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) 
 
 // ListTasks pages through tasks, newest first.
 func (s *Store) ListTasks(ctx context.Context, params store.ListParams) ([]*store.Task, string, error) {
-	limit, err := store.NormalizeLimit(params.Limit)
-	if err == nil {
-		err = params.Validate()
-	}
-	maxBytes, bytesErr := store.ListBytes(params.MaxBytes)
-	if err == nil {
-		err = bytesErr
-	}
+	limit, maxBytes, err := params.Check()
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", err)
 	}
