@@ -298,3 +298,36 @@ func TestHTTPErrorBodyBounded(t *testing.T) {
 		t.Fatalf("huge status line: %s, error (%d bytes) %q", outcome(err), len(msg), msg)
 	}
 }
+
+func TestHostHeaderMatchesAndOrigin(t *testing.T) {
+	for _, c := range []struct {
+		url, host string
+		want      bool
+	}{
+		{"http://api.example.com/x", "api.example.com", true},
+		{"http://api.example.com/x", "API.example.com:80", true},
+		{"https://api.example.com/x", "api.example.com:443", true},
+		{"https://api.example.com/x", "api.example.com:80", false},
+		{"http://api.example.com:8080/x", "api.example.com", true},
+		{"http://api.example.com:8080/x", "api.example.com:8081", false},
+		{"http://[::1]:8080/", "[::1]:8080", true},
+		{"http://[::1]:8080/", "[::1]", true},
+		{"http://[::1]:8080/", "[::2]", false},
+		{"http://api.example.com/", "admin.example.com", false},
+		{"http://api.example.com/", "api.example.com.", false},
+	} {
+		u, _ := url.Parse(c.url)
+		if got := hostHeaderMatches(c.host, u); got != c.want {
+			t.Errorf("hostHeaderMatches(%q, %s) = %v, want %v", c.host, c.url, got, c.want)
+		}
+	}
+	same := func(a, b string) bool {
+		ua, _ := url.Parse(a)
+		ub, _ := url.Parse(b)
+		return origin(ua) == origin(ub)
+	}
+	if !same("http://A.example.com/x", "http://a.example.com:80/y") || same("http://a.example.com/", "https://a.example.com/") ||
+		same("http://a.example.com/", "http://b.a.example.com/") || same("http://a:1/", "http://a:2/") {
+		t.Error("origin: want scheme, host (any case) and port (default filled in) to decide")
+	}
+}
