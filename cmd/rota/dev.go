@@ -23,6 +23,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	concurrency := fs.Int("concurrency", envInt("ROTA_CONCURRENCY", 0), "handler goroutines (ROTA_CONCURRENCY; 0 = the runtime default)")
 	queues := fs.String("queues", envOr("ROTA_QUEUES", "default"), "queues the built-in workers serve, comma-separated, queue=N caps one (ROTA_QUEUES)")
 	allowHosts := fs.String("http-allow-hosts", envOr("ROTA_HTTP_ALLOW_HOSTS", ""), "hosts the http handler may call, comma-separated; empty = any (ROTA_HTTP_ALLOW_HOSTS)")
+	denyPrivate := fs.Bool("http-deny-private", envBool("ROTA_HTTP_DENY_PRIVATE", false), "the http handler refuses loopback, private, link-local and cloud-metadata addresses, checked on the address dialed; it then uses no proxy (ROTA_HTTP_DENY_PRIVATE)")
 	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -58,7 +59,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	reg, taskMetrics, counted, apiServer := front.reg, front.metrics, front.store, front.api
 	mux := runtime.NewMux()
-	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts)})
+	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts), DenyPrivate: *denyPrivate})
 	worker, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, Queues: queueLimits,
 		Concurrency: *concurrency, Observer: taskMetrics, Logger: logger})
 	if err != nil {

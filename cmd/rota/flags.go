@@ -64,6 +64,49 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
+// offDuration is a duration flag whose help gives a negative value a meaning ("negative
+// disables"): besides every Go duration ("5s", "-1s", "0") it takes a bare negative whole
+// number, the documented "-1", which time.ParseDuration refuses for want of a unit.
+type offDuration time.Duration
+
+func offDurationFlag(fs *flag.FlagSet, name string, def time.Duration, usage string) *time.Duration {
+	d := (*offDuration)(&def)
+	fs.Var(d, name, usage)
+	return (*time.Duration)(d)
+}
+
+func (d *offDuration) String() string { return time.Duration(*d).String() }
+
+func (d *offDuration) Set(s string) error {
+	v, err := parseOffDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = offDuration(v)
+	return nil
+}
+
+func parseOffDuration(s string) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil && n < 0 {
+		return time.Duration(n), nil
+	}
+	return 0, errors.New("want a duration such as 5s, or a negative number such as -1")
+}
+
+// envOffDuration is envDuration for an offDuration flag's default.
+func envOffDuration(name string, def time.Duration) time.Duration {
+	if v := os.Getenv(name); v != "" {
+		if d, err := parseOffDuration(v); err == nil {
+			return d
+		}
+		noteBadEnv(name, v, "is not a duration (e.g. 5s) nor a negative number (-1)")
+	}
+	return def
+}
+
 // envBool reads what strconv.ParseBool does (1, t, true, 0, f, false in any case), so
 // that ROTA_METRICS_AUTH=1 is not silently false; anything else is reported like a
 // malformed number.

@@ -26,9 +26,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	workerID := fs.String("worker-id", envOr("ROTA_WORKER_ID", ""), "this worker's id in task rows (default host-pid-random)")
 	lease := fs.Duration("lease", envDuration("ROTA_LEASE", 0), "lease per claim, extended by heartbeats (0 = runtime default)")
 	pollInterval := fs.Duration("poll-interval", envDuration("ROTA_POLL_INTERVAL", 0), "fallback poll interval when no notification arrives (0 = runtime default)")
-	reapInterval := fs.Duration("reap-interval", envDuration("ROTA_REAP_INTERVAL", 0), "how often expired leases are reaped (0 = runtime default, negative disables)")
+	reapInterval := offDurationFlag(fs, "reap-interval", envOffDuration("ROTA_REAP_INTERVAL", 0), "how often expired leases are reaped, a `duration` (0 = runtime default; -1 or any negative value disables this worker's reaper) (ROTA_REAP_INTERVAL)")
 	grace := fs.Duration("shutdown-grace", envDuration("ROTA_SHUTDOWN_GRACE", 0), "how long running handlers may finish after a stop signal (0 = runtime default)")
 	allowHosts := fs.String("http-allow-hosts", envOr("ROTA_HTTP_ALLOW_HOSTS", ""), "hosts the http handler may call, comma-separated; empty = any (ROTA_HTTP_ALLOW_HOSTS)")
+	denyPrivate := fs.Bool("http-deny-private", envBool("ROTA_HTTP_DENY_PRIVATE", false), "the http handler refuses loopback, private, link-local and cloud-metadata addresses, checked on the address dialed; it then uses no proxy (ROTA_HTTP_DENY_PRIVATE)")
 	metricsAddr := fs.String("metrics-addr", envOr("ROTA_METRICS_ADDR", ""), "address to serve /metrics and /healthz on, for Prometheus; empty = off (ROTA_METRICS_ADDR)")
 	sqsF := registerSQSWorkerFlags(fs)
 	if err := parseFlags(fs, args); err != nil {
@@ -85,7 +86,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer st.Close()
 
 	mux := runtime.NewMux()
-	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts)})
+	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts), DenyPrivate: *denyPrivate})
 
 	reg := metrics.NewRegistry()
 	cfg := runtime.Config{

@@ -19,8 +19,14 @@ type Config struct {
 	// AllowHosts limits the hosts the http kind may call (ROTA_HTTP_ALLOW_HOSTS, see
 	// ParseAllowHosts). An entry is a host name or IP ("api.example.com", any port), a
 	// host with a port ("127.0.0.1:8080", that port only) or "*.example.com" (any
-	// subdomain). Empty allows any host.
+	// subdomain). Empty allows any host. With it set, a payload's Host header must
+	// name the url's own host.
 	AllowHosts []string
+	// DenyPrivate makes the http kind refuse to connect to loopback, private, link-local,
+	// carrier-grade NAT, unspecified, multicast and cloud-metadata addresses
+	// (ROTA_HTTP_DENY_PRIVATE). The address checked is the one dialed, after DNS, for the
+	// URL and every redirect; proxies from the environment are then not used.
+	DenyPrivate bool
 }
 
 // Register adds the noop, sleep, fail and http kinds to mux.

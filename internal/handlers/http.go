@@ -9,10 +9,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rotaqueue/rota/internal/runtime"
 )
@@ -22,7 +24,9 @@ const (
 	maxRedirects    = 10
 	maxRetryAfter   = time.Hour // a server's Retry-After is honoured up to this
 	errorBodyLength = 512       // bytes of a failed response's body kept in the error
+	statusLength    = 128       // bytes of a failed response's status line kept in the error
 	drainLimit      = 64 << 10  // bytes read from a response so its connection can be reused
+	userAgent       = "rota"
 )
 
 // ParseAllowHosts splits a ROTA_HTTP_ALLOW_HOSTS value: comma-separated entries,
@@ -75,6 +79,9 @@ type httpPayload struct {
 type httpHandler struct {
 	client *http.Client
 	allow  allowList
+	// dialGuard, when set, vets every address the client connects to (refusePrivate
+	// with ROTA_HTTP_DENY_PRIVATE; tests swap it).
+	dialGuard func(netip.AddrPort) error
 }
 
 func newHTTPHandler(cfg Config) *httpHandler {
@@ -85,18 +92,32 @@ func newHTTPHandler(cfg Config) *httpHandler {
 	transport.MaxIdleConns = 1024
 	transport.MaxIdleConnsPerHost = 256
 	transport.IdleConnTimeout = 90 * time.Second
-	transport.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	h.client = &http.Client{
-		Transport: transport,
-		// Redirects must obey the allow-list too, or it could be bypassed.
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= maxRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxRedirects)
-			}
-			return h.allow.check(req.URL)
-		},
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if cfg.DenyPrivate {
+		h.dialGuard = refusePrivate
+		dialer.ControlContext = dialControl(func(ap netip.AddrPort) error { return h.dialGuard(ap) })
+		// Through a proxy (HTTP_PROXY, HTTPS_PROXY) the address dialed would be the
+		// proxy's, and the guard would vet nothing: connect directly.
+		transport.Proxy = nil
 	}
+	transport.DialContext = dialer.DialContext
+	h.client = &http.Client{Transport: transport, CheckRedirect: h.checkRedirect}
 	return h
+}
+
+// checkRedirect vets every hop of a redirect chain: the allow-list, or it could be
+// bypassed, and no payload header (credentials above all) to another origin.
+func (h *httpHandler) checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if err := h.allow.check(req.URL); err != nil {
+		return err
+	}
+	if leftOrigin(req, via) {
+		stripPayloadHeaders(req)
+	}
+	return nil
 }
 
 func (h *httpHandler) Work(ctx context.Context, job *runtime.Job) error {
@@ -120,10 +141,11 @@ func (h *httpHandler) Work(ctx context.Context, job *runtime.Job) error {
 		if errors.As(err, &ue) {
 			err = ue.Err // its message repeats the whole URL, query and all
 		}
-		if errors.Is(err, errHostNotAllowed) { // a redirect to a host not allowed
-			return runtime.Permanent(fmt.Errorf("http: %w", err))
+		err = fmt.Errorf("http: %s %s: %w", req.Method, redact(req.URL), err)
+		if errors.Is(err, errHostNotAllowed) || errors.Is(err, errDestinationRefused) {
+			return runtime.Permanent(err) // a redirect or an address refused: it would be again
 		}
-		return fmt.Errorf("http: %s %s: %w", req.Method, redact(req.URL), err)
+		return err
 	}
 	defer resp.Body.Close()
 
@@ -131,11 +153,11 @@ func (h *httpHandler) Work(ctx context.Context, job *runtime.Job) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
 		return nil
 	}
-	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, errorBodyLength))
+	snippet := readSnippet(resp.Body, errorBodyLength)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainLimit))
-	err = fmt.Errorf("http: %s %s: %s", req.Method, redact(req.URL), resp.Status)
-	if s := strings.TrimSpace(string(snippet)); s != "" {
-		err = fmt.Errorf("%w: %s", err, s)
+	err = fmt.Errorf("http: %s %s: %s", req.Method, redact(req.URL), cutUTF8(resp.Status, statusLength))
+	if snippet != "" {
+		err = fmt.Errorf("%w: %s", err, snippet)
 	}
 	switch code := resp.StatusCode; {
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
@@ -197,7 +219,7 @@ func (h *httpHandler) newRequest(ctx context.Context, job *runtime.Job, p *httpP
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("User-Agent", "rota")
+	req.Header.Set("User-Agent", userAgent)
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
@@ -206,6 +228,11 @@ func (h *httpHandler) newRequest(ctx context.Context, job *runtime.Job, p *httpP
 			return nil, fmt.Errorf("invalid header %q", k)
 		}
 		if strings.EqualFold(k, "Host") {
+			// The allow-list vets the URL's host; the Host header picks the virtual host
+			// behind that address, so it may not name another one.
+			if len(h.allow) > 0 && !hostHeaderMatches(v, u) {
+				return nil, fmt.Errorf("the Host header %q names another host than the url's (%q), which ROTA_HTTP_ALLOW_HOSTS forbids: put the host in the url", v, u.Host)
+			}
 			req.Host = v
 			continue
 		}
@@ -258,6 +285,30 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 		return 0, false
 	}
 	return min(d, maxRetryAfter), true
+}
+
+// readSnippet reads up to n bytes of a failed response's body for its error message
+// (last_error): trimmed, cut on a UTF-8 boundary, "…" when there was more.
+func readSnippet(r io.Reader, n int) string {
+	b, _ := io.ReadAll(io.LimitReader(r, int64(n)+1))
+	s := string(b)
+	more := len(s) > n
+	s = strings.TrimSpace(cutUTF8(s, n))
+	if more && s != "" {
+		s += "…"
+	}
+	return s
+}
+
+// cutUTF8 returns at most the first n bytes of s, without splitting a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // redact drops the query and credentials from a URL shown in an error, since they may
