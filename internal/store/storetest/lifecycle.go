@@ -629,10 +629,10 @@ func testReapInvalid(t *testing.T, s store.Store) {
 	task := claimID(t, s, createOne(t, s, store.CreateParams{Kind: "k"}), store.StatusPending, shortLease)
 	waitExpiredLeases(t, s, "default", 1)
 	for name, p := range map[string]store.ReapParams{
-		"limit 0":                 {},
-		"negative limit":          {Limit: -1},
-		"negative backoff base":   {Limit: 10, BackoffBase: -time.Second},
-		"negative backoff max":    {Limit: 10, BackoffMax: -time.Second},
+		"limit 0":               {},
+		"negative limit":        {Limit: -1},
+		"negative backoff base": {Limit: 10, BackoffBase: -time.Second},
+		"negative backoff max":  {Limit: 10, BackoffMax: -time.Second},
 	} {
 		n, err := s.ReapExpiredLeases(ctx(t), p)
 		wantErr(t, err, store.ErrInvalid, "ReapExpiredLeases with "+name)
