@@ -9,7 +9,6 @@ import (
 	"github.com/rotaqueue/rota/internal/handlers"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/schedule"
-	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/memory"
 )
 
@@ -53,7 +52,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 	st := memory.New()
 	defer st.Close()
-	front, err := srvFlags.frontEnd(st, store.StatusPending, logger)
+	front, err := srvFlags.frontEnd(st, logger)
 	if err != nil {
 		return err
 	}

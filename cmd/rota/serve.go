@@ -56,7 +56,7 @@ type frontEnd struct {
 	api     *api.Server
 }
 
-func (f serverFlags) frontEnd(st store.Store, claimFrom store.Status, logger *slog.Logger) (*frontEnd, error) {
+func (f serverFlags) frontEnd(st store.Store, logger *slog.Logger) (*frontEnd, error) {
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg)
 	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: st, Logger: logger}))
@@ -72,7 +72,7 @@ func (f serverFlags) frontEnd(st store.Store, claimFrom store.Status, logger *sl
 		return nil, err
 	}
 	apiServer, err := api.New(api.Config{Store: counted, Token: *f.token, MetricsAuth: *f.metricsAuth, AuthLimiter: guesses,
-		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger, ClaimFrom: claimFrom})
+		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +159,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	st := postgres.New(pool)
 	defer st.Close()
 
-	front, err := srvFlags.frontEnd(st, claimStatus(*mode), logger)
+	front, err := srvFlags.frontEnd(st, logger)
 	if err != nil {
 		return err
 	}
@@ -178,8 +178,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	reaper := maintenance.NewReaper(maintenance.ReaperConfig{Store: st, Interval: *reapInterval,
 		BackoffBase: runtime.DefaultBackoffBase, BackoffMax: runtime.DefaultBackoffMax, Logger: logger,
-		RetryStatus: claimStatus(*mode),
-		OnReap:      taskMetrics.Reaped})
+		OnReap: taskMetrics.Reaped})
 	retention := maintenance.NewRetention(maintenance.RetentionConfig{Store: st, Interval: *retentionInterval,
 		SucceededAfter: *retainSucceeded, FailedAfter: *retainFailed, Logger: logger})
 	scheduler := schedule.NewScheduler(schedule.Config{Store: counted, Interval: *srvFlags.scheduleInterval, Logger: logger,

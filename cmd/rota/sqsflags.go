@@ -155,15 +155,6 @@ func (f sqsServeFlags) check() error {
 	return nil
 }
 
-// claimStatus is where claims take tasks from, and where retries and reaped tasks
-// return, in mode: ENQUEUED in SQS mode (the enqueuer sends them again), else PENDING.
-func claimStatus(mode string) store.Status {
-	if mode == "sqs" {
-		return store.StatusEnqueued
-	}
-	return store.StatusPending
-}
-
 // enqueuer is serve's DueTaskEnqueuer, with its DLQ relay, as a component for
 // runConcurrently: in SQS mode it connects to SQS now (failing at start on a missing
 // queue, the DLQ included) and runs until ctx ends;

@@ -66,11 +66,6 @@ type Config struct {
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 
-	// ClaimFrom is the status claims take tasks from and retries return them to:
-	// store.StatusPending (poll mode) or store.StatusEnqueued (SQS mode).
-	// Default: store.StatusPending.
-	ClaimFrom store.Status
-
 	// MaxBodyBytes limits the body of every request but a batch create. Default:
 	// DefaultMaxBodyBytes (a 1 MiB payload plus room for the other fields).
 	MaxBodyBytes int64
@@ -129,9 +124,6 @@ func (cfg Config) withDefaults() Config {
 	if cfg.BackoffMax == 0 {
 		cfg.BackoffMax = max(runtime.DefaultBackoffMax, cfg.BackoffBase)
 	}
-	if cfg.ClaimFrom == "" {
-		cfg.ClaimFrom = store.StatusPending
-	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -162,8 +154,6 @@ func (cfg *Config) validate() error {
 	check(!cfg.MetricsAuth || cfg.Token != "", "MetricsAuth needs a Token")
 	check(cfg.BackoffBase > 0, "BackoffBase must be positive, got %s", cfg.BackoffBase)
 	check(cfg.BackoffMax >= cfg.BackoffBase, "BackoffMax (%s) must not be less than BackoffBase (%s)", cfg.BackoffMax, cfg.BackoffBase)
-	check(cfg.ClaimFrom == store.StatusPending || cfg.ClaimFrom == store.StatusEnqueued,
-		"ClaimFrom must be PENDING or ENQUEUED, got %q", cfg.ClaimFrom)
 	check(cfg.MaxBodyBytes > 0, "MaxBodyBytes must be positive, got %d", cfg.MaxBodyBytes)
 	check(cfg.MaxBatchBodyBytes > 0, "MaxBatchBodyBytes must be positive, got %d", cfg.MaxBatchBodyBytes)
 	check(cfg.LongPollInterval > 0, "LongPollInterval must be positive, got %s", cfg.LongPollInterval)

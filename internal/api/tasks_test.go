@@ -420,7 +420,6 @@ func TestConfigValidation(t *testing.T) {
 		"no store":             {},
 		"metrics auth, no key": {Store: memoryStore(t), MetricsAuth: true},
 		"bad backoff":          {Store: memoryStore(t), BackoffBase: time.Hour, BackoffMax: time.Second},
-		"bad claim status":     {Store: memoryStore(t), ClaimFrom: store.StatusProcessing},
 		"negative body limit":  {Store: memoryStore(t), MaxBodyBytes: -1},
 		"token with a space":   {Store: memoryStore(t), Token: "s3 cret"},
 		"token with a NUL":     {Store: memoryStore(t), Token: "s3\x00cret"},

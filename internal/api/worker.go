@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -23,7 +24,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := store.ClaimParams{Queue: queue, From: s.cfg.ClaimFrom, Limit: 1}
+	p := store.ClaimParams{Queue: queue, Limit: 1}
 	if p.WorkerID, err = checkWorkerID(req.WorkerID); err != nil {
 		return err
 	}
@@ -76,13 +77,13 @@ var errTooManyLongPolls = &apiError{http.StatusServiceUnavailable, codeUnavailab
 func (s *Server) claimOrWait(r *http.Request, p store.ClaimParams, wait time.Duration) ([]*store.Task, error) {
 	ctx := r.Context()
 	if wait <= 0 {
-		return s.cfg.Store.ClaimTasks(ctx, p)
+		return s.claimWaiting(ctx, p)
 	}
 	deadline := time.Now().Add(wait)
 	wake, unsubscribe := s.waker.subscribe(p.Queue)
 	defer unsubscribe()
 
-	tasks, err := s.cfg.Store.ClaimTasks(ctx, p)
+	tasks, err := s.claimWaiting(ctx, p)
 	if err != nil || len(tasks) > 0 {
 		return tasks, err
 	}
@@ -111,7 +112,7 @@ func (s *Server) claimOrWait(r *http.Request, p store.ClaimParams, wait time.Dur
 		}
 		// Claim even when the wait just ended: a wake-up or tick may have raced the
 		// deadline, and the claim is what the client waited for.
-		if tasks, err = s.cfg.Store.ClaimTasks(ctx, p); err != nil || len(tasks) > 0 {
+		if tasks, err = s.claimWaiting(ctx, p); err != nil || len(tasks) > 0 {
 			return tasks, err
 		}
 	}
@@ -176,7 +177,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request) error {
 	if err := s.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	o := store.Outcome{TaskID: id, Kind: store.Retry, RetryStatus: s.cfg.ClaimFrom}
+	o := store.Outcome{TaskID: id, Kind: store.Retry}
 	if o.LeaseToken, err = parseLeaseToken(req.LeaseToken); err != nil {
 		return err
 	}
@@ -236,4 +237,29 @@ func (s *Server) recordOutcome(w http.ResponseWriter, r *http.Request, o store.O
 	}
 	writeJSON(w, http.StatusOK, taskOut(t))
 	return nil
+}
+
+// claimWaiting claims up to p.Limit of the queue's due tasks whatever its delivery mode:
+// PENDING ones first (a poll-mode queue; tasks that just came due or back in an SQS-mode
+// queue), then ENQUEUED ones for the rest (an SQS-mode queue, whose tasks wait in
+// ENQUEUED once sent). The SQS message of a task claimed here stays behind; an SQS
+// worker that receives it finds the task taken and deletes it as a duplicate.
+func (s *Server) claimWaiting(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
+	p.From = store.StatusPending
+	tasks, err := s.cfg.Store.ClaimTasks(ctx, p)
+	if err != nil || len(tasks) == p.Limit {
+		return tasks, err
+	}
+	p.From = store.StatusEnqueued
+	p.Limit -= len(tasks)
+	more, err := s.cfg.Store.ClaimTasks(ctx, p)
+	if err != nil {
+		if len(tasks) > 0 {
+			// The PENDING claims hold leases already: answer with them; the error
+			// repeats on the next claim if it lasts.
+			return tasks, nil
+		}
+		return nil, err
+	}
+	return append(tasks, more...), nil
 }

@@ -24,9 +24,6 @@ type ReaperConfig struct {
 	// BackoffBase and BackoffMax bound the full-jitter delay before a reaped task runs
 	// again. Required (> 0).
 	BackoffBase, BackoffMax time.Duration
-	// RetryStatus is where reaped tasks with attempts left go: PENDING (poll mode) or
-	// ENQUEUED (SQS mode). Default PENDING.
-	RetryStatus store.Status
 	// OnReap, when set, is called after a pass that reaped n > 0 tasks (a worker uses it
 	// to wake its fetchers: reaped tasks may be due now, and no insert announces them).
 	OnReap func(n int)
@@ -34,15 +31,15 @@ type ReaperConfig struct {
 }
 
 // Reaper returns tasks whose lease expired (their worker died or froze) to the queue, or
-// makes them DEAD or CANCELED, every Interval.
+// makes them DEAD or CANCELED, every Interval. In the same pass it returns the ENQUEUED
+// tasks of queues no SQS enqueuer serves any more to PENDING (Store.RequeueUnserved), so a
+// queue moved from SQS to poll mode, or left without its SQS servers, is worked by the
+// poll workers instead of waiting for a message nobody will receive.
 type Reaper struct {
 	cfg ReaperConfig
 }
 
 func NewReaper(cfg ReaperConfig) *Reaper {
-	if cfg.RetryStatus == "" {
-		cfg.RetryStatus = store.StatusPending
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -62,7 +59,6 @@ func (r *Reaper) Pass(ctx context.Context) int {
 			Limit:       reapBatch,
 			BackoffBase: r.cfg.BackoffBase,
 			BackoffMax:  r.cfg.BackoffMax,
-			RetryStatus: r.cfg.RetryStatus,
 		})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -75,6 +71,7 @@ func (r *Reaper) Pass(ctx context.Context) int {
 			break
 		}
 	}
+	r.requeueUnserved(ctx)
 	if total > 0 {
 		r.cfg.Logger.Info("reaped expired leases", "count", total)
 		if r.cfg.OnReap != nil {
@@ -82,4 +79,26 @@ func (r *Reaper) Pass(ctx context.Context) int {
 		}
 	}
 	return total
+}
+
+// requeueUnserved returns the ENQUEUED tasks of unserved queues to PENDING, in batches.
+// The store announces them, so poll workers wake at once.
+func (r *Reaper) requeueUnserved(ctx context.Context) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := r.cfg.Store.RequeueUnserved(ctx, reapBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.cfg.Logger.Warn("requeue tasks of queues no SQS enqueuer serves failed", "error", err)
+			}
+			break
+		}
+		total += n
+		if n < reapBatch {
+			break
+		}
+	}
+	if total > 0 {
+		r.cfg.Logger.Info("returned ENQUEUED tasks of queues no SQS enqueuer serves to PENDING", "count", total)
+	}
 }

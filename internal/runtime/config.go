@@ -82,9 +82,9 @@ type Config struct {
 	// Default: 5ms (a short wait keeps latency low when idle and batches large when busy).
 	CommitInterval time.Duration
 
-	// ClaimFrom is the status claims take tasks from, and the status retries and reaped
-	// tasks return to: StatusPending (poll mode) or StatusEnqueued (SQS mode).
-	// Default: StatusPending.
+	// ClaimFrom is the status claims take tasks from: StatusPending (poll mode) or
+	// StatusEnqueued (SQS mode). Retries and reaped tasks return to PENDING in either
+	// mode (docs/architecture.md, "How a queue's mode is decided"). Default: StatusPending.
 	ClaimFrom store.Status
 
 	// Source, when set, delivers claimed tasks in place of the poll-mode claim (SQS mode;

@@ -109,7 +109,7 @@ func (x *executor) call(ctx context.Context, h Handler, job *Job) (err error) {
 // outcome maps the handler's result to what the store should record.
 func (x *executor) outcome(ctx context.Context, e *inflight, opts kindOptions, err error) store.Outcome {
 	cfg := &x.w.cfg
-	o := store.Outcome{TaskID: e.task.ID, LeaseToken: e.task.LeaseToken, RetryStatus: cfg.ClaimFrom}
+	o := store.Outcome{TaskID: e.task.ID, LeaseToken: e.task.LeaseToken}
 	if err == nil {
 		// Even when a cancel was requested meanwhile: the work is done, and says so.
 		o.Kind = store.Succeed

@@ -23,7 +23,6 @@ func (r *reaper) run(ctx context.Context) {
 		Interval:    w.cfg.ReapInterval,
 		BackoffBase: w.cfg.BackoffBase,
 		BackoffMax:  w.cfg.BackoffMax,
-		RetryStatus: w.cfg.ClaimFrom,
 		Logger:      w.log,
 		OnReap: func(n int) {
 			w.counters.reaped.Add(int64(n))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
@@ -87,6 +88,7 @@ type EnqueuerConfig struct {
 // from sending one task twice in a round, and a failed send leaves the task eligible.
 type Enqueuer struct {
 	cfg     EnqueuerConfig
+	id      string // this enqueuer's name in rota.sqs_enqueuers (served.go)
 	senders map[string]*sender
 	dlq     *dlqRelay // nil with NoDLQ
 	log     *slog.Logger
@@ -123,7 +125,7 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 		return nil, fmt.Errorf("%w: enqueuer config: %w", store.ErrInvalid, err)
 	}
 
-	e := &Enqueuer{cfg: cfg, senders: map[string]*sender{}, log: cfg.Logger.With("component", "sqs-enqueuer")}
+	e := &Enqueuer{cfg: cfg, id: uuid.NewString(), senders: map[string]*sender{}, log: cfg.Logger.With("component", "sqs-enqueuer")}
 	if !cfg.NoDLQ {
 		e.dlq = &dlqRelay{store: cfg.Store, client: cfg.Client, queue: cfg.Queues.dlq,
 			rotaQueues: cfg.Queues.RotaQueues(), interval: cfg.DLQInterval, timeout: cfg.SendTimeout,
@@ -150,13 +152,32 @@ func (e *Enqueuer) Round(ctx context.Context, rq string) (int, error) {
 }
 
 // Run sends due tasks until ctx ends: one loop per Rota queue, woken early by inserts,
-// and the DLQ relay unless NoDLQ.
+// and the DLQ relay unless NoDLQ. It first marks its queues as served (served.go), and
+// keeps trying until it can: sending into a queue not marked served would let a reaper
+// take the sent tasks back to PENDING.
 func (e *Enqueuer) Run(ctx context.Context) {
+	for failures := 1; ; failures++ {
+		err := e.markServed(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		pause := failureBackoff(e.cfg.Interval, failures)
+		e.log.Warn("could not mark this enqueuer's queues as served; retrying", "retry_in", pause.String(), "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+	}
 	wake := make(map[string]chan struct{}, len(e.senders))
 	for rq := range e.senders {
 		wake[rq] = make(chan struct{}, 1)
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { e.keepServed(ctx) })
 	wg.Go(func() { e.listen(ctx, wake) })
 	if e.dlq != nil {
 		wg.Go(func() { e.dlq.run(ctx) })

@@ -30,8 +30,10 @@ type verdict struct {
 //
 // Deleting is safe whenever the database alone can bring the task to an end: a finished
 // or missing task needs no message; a PROCESSING task is in some worker's hands, and if
-// that worker dies the reaper returns the task to ENQUEUED with enqueued_at cleared, so
-// the enqueuer sends a fresh message. Deferring keeps a message that may be needed soon.
+// that worker dies the reaper returns the task to PENDING; a due PENDING task has no
+// message of its own (a retry, a reaped or replayed task, or one requeued from a queue
+// no enqueuer served), so the enqueuer of its queue sends a fresh one, or a poll worker
+// claims it. Deferring keeps a message that may be needed soon.
 func judge(task *store.Task, err error, rq string, now time.Time, receives int, retryDelay time.Duration) verdict {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -53,9 +55,10 @@ func judge(task *store.Task, err error, rq string, now time.Time, receives int, 
 		// caps a visibility timeout at 12 hours; past that it is hidden again).
 		return verdict{action: actionDefer, hideFor: min(task.ScheduledFor.Sub(now), maxVisibility), why: "the task is not due yet"}
 	case task.Status == store.StatusPending:
-		// The enqueuer that sent the id has not committed ENQUEUED yet (rare: the claim
-		// waits for its lock), or the task was replayed since.
-		return verdict{action: actionDefer, hideFor: retryDelay, why: "the task is still PENDING"}
+		// Not the enqueuer's send in flight: the claim by id waits for its lock and sees
+		// the committed ENQUEUED. The task came back to PENDING since this message was
+		// sent, and gets a message of its own when its queue's enqueuer sends it.
+		return verdict{action: actionDelete, reason: ReasonDuplicate, why: "the task is PENDING again and will be sent anew"}
 	default:
 		// ENQUEUED and due, yet not claimed: it changed between the claim and this read
 		// (another worker's attempt just ended in a retry), or its attempts are used up.

@@ -37,7 +37,7 @@ func TestJudgeUnclaimedMessages(t *testing.T) {
 		{"misrouted even when finished", task(store.StatusSucceeded, 0), nil, "emails", 1, verdict{action: actionDelete, reason: ReasonMisrouted}},
 		{"retry due in a minute", task(store.StatusEnqueued, time.Minute), nil, "default", 1, verdict{action: actionDefer, hideFor: time.Minute}},
 		{"scheduled in two days: at most 12 h", task(store.StatusPending, 48*time.Hour), nil, "default", 1, verdict{action: actionDefer, hideFor: 12 * time.Hour}},
-		{"pending and due: enqueuer not committed yet", task(store.StatusPending, -time.Second), nil, "default", 1, verdict{action: actionDefer, hideFor: retry}},
+		{"pending and due: back from a retry or reap, sent anew", task(store.StatusPending, -time.Second), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
 		{"enqueued, due, unclaimed", task(store.StatusEnqueued, -time.Second), nil, "default", 3, verdict{action: actionDefer, hideFor: retry}},
 		{"looked at too often", task(store.StatusPending, -time.Second), nil, "default", maxReceives + 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
 	}

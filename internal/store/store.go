@@ -166,7 +166,8 @@ type ListParams struct {
 
 // ClaimParams asks for up to Limit due tasks of Queue in status From (PENDING for poll
 // mode, ENQUEUED for SQS mode). TaskIDs, when set, restricts the claim to those ids (the
-// SQS worker claims exactly the id a message named).
+// SQS worker claims exactly the id a message named); from ENQUEUED it then takes due
+// PENDING tasks too, which came back to PENDING after their message was sent.
 type ClaimParams struct {
 	Queue         string
 	From          Status
@@ -210,7 +211,7 @@ type OutcomeKind string
 const (
 	// Succeed: PROCESSING -> SUCCEEDED.
 	Succeed OutcomeKind = "succeed"
-	// Retry: PROCESSING -> RetryStatus at RetryAt, or DEAD when no attempts remain.
+	// Retry: PROCESSING -> PENDING at RetryAt, or DEAD when no attempts remain.
 	Retry OutcomeKind = "retry"
 	// Fail: a permanent error, PROCESSING -> FAILED.
 	Fail OutcomeKind = "fail"
@@ -226,12 +227,11 @@ const (
 // Outcome is one finished attempt to record. A Retry, Release or Fail outcome for a task
 // whose cancel was requested records CANCELED instead.
 type Outcome struct {
-	TaskID      uuid.UUID
-	LeaseToken  uuid.UUID
-	Kind        OutcomeKind
-	Error       string
-	RetryAt     time.Time // for Retry and Release; zero = now
-	RetryStatus Status    // for Retry and Release: StatusPending (default) or StatusEnqueued
+	TaskID     uuid.UUID
+	LeaseToken uuid.UUID
+	Kind       OutcomeKind
+	Error      string
+	RetryAt    time.Time // for Retry and Release; zero = now
 }
 
 // OutcomeResult reports what an Outcome did: the task's new status, or Err =
@@ -242,14 +242,13 @@ type OutcomeResult struct {
 	Err    error
 }
 
-// ReapParams returns PROCESSING tasks whose lease expired before now to RetryStatus (with
+// ReapParams returns PROCESSING tasks whose lease expired before now to PENDING (with
 // full-jitter exponential backoff between BackoffBase and BackoffMax), or DEAD when their
 // attempts are exhausted, or CANCELED when a cancel was requested. At most Limit per call.
 type ReapParams struct {
 	Limit       int
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
-	RetryStatus Status // StatusPending (default) or StatusEnqueued
 }
 
 // ReplayParams selects DEAD and FAILED tasks for a bulk replay. Empty filters match all.
@@ -335,6 +334,14 @@ type Store interface {
 	// are marked and committed. Invalid params: ErrInvalid, send not called; nothing to
 	// send: send not called. Returns how many tasks were marked. More in enqueue.go.
 	EnqueueDue(ctx context.Context, params EnqueueParams, send func(ctx context.Context, ids []uuid.UUID) (sent []uuid.UUID, err error)) (int, error)
+	// ServeQueues records that an SQS enqueuer serves params.Queues for params.For (see
+	// queuemode.go); For = 0 removes its record of them.
+	ServeQueues(ctx context.Context, params ServeParams) error
+	// RequeueUnserved returns up to limit ENQUEUED tasks of queues that no SQS enqueuer
+	// serves (none has a live ServeQueues record) to PENDING, where poll workers claim
+	// them: the queue moved to poll mode, or its last SQS server is gone. Their messages,
+	// if any survive, are duplicates the claim by id turns away. Returns how many.
+	RequeueUnserved(ctx context.Context, limit int) (int, error)
 	// PublishDeadLetters is the dead-letter outbox of SQS mode. A dead letter awaits
 	// publication when its task went through SQS mode (it had been sent, enqueued_at set),
 	// whichever path ended it. This hands up to params.Limit such dead letters of

@@ -63,7 +63,7 @@ func TestEnqueueDueClock(t *testing.T) {
 		t.Fatalf("claim a: %v %v", claimed, err)
 	}
 	if _, err := s.RecordOutcomes(ctx, []store.Outcome{{TaskID: a, LeaseToken: claimed[0].LeaseToken, Kind: store.Retry,
-		RetryAt: now.Add(30 * time.Second), RetryStatus: store.StatusEnqueued}}); err != nil {
+		RetryAt: now.Add(30 * time.Second)}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(29 * time.Second)
@@ -114,7 +114,7 @@ func TestEnqueueIndexesCompacted(t *testing.T) {
 		}
 		outcomes := make([]store.Outcome, n)
 		for i, task := range claimed {
-			outcomes[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Retry, RetryStatus: store.StatusEnqueued}
+			outcomes[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Retry}
 		}
 		if _, err := s.RecordOutcomes(ctx, outcomes); err != nil {
 			t.Fatal(err)

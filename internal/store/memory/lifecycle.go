@@ -47,7 +47,7 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 			}
 			seen[id] = true
 			t := &e.task
-			if t.Queue == p.Queue && t.Status == p.From && !t.ScheduledFor.After(now) && t.AttemptCount < t.MaxAttempts {
+			if t.Queue == p.Queue && claimableByID(t.Status, p.From) && !t.ScheduledFor.After(now) && t.AttemptCount < t.MaxAttempts {
 				items = append(items, claimItem{e: e, priority: t.Priority, at: t.ScheduledFor, id: t.ID})
 			}
 		}
@@ -161,9 +161,6 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		default:
 			return nil, fmt.Errorf("record outcome %d: %w: unknown outcome kind %q", i, store.ErrInvalid, o.Kind)
 		}
-		if o.RetryStatus != "" && o.RetryStatus != store.StatusPending && o.RetryStatus != store.StatusEnqueued {
-			return nil, fmt.Errorf("record outcome %d: %w: retry status must be PENDING or ENQUEUED, got %q", i, store.ErrInvalid, o.RetryStatus)
-		}
 	}
 
 	s.mu.Lock()
@@ -210,9 +207,6 @@ func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
 			to, result = store.StatusDead, store.OutcomeDead
 		} else {
 			to, result = store.StatusPending, store.OutcomeRetried
-			if o.RetryStatus == store.StatusEnqueued {
-				to = store.StatusEnqueued
-			}
 		}
 	}
 	s.closeAttempt(e, result, msg, now)
@@ -231,9 +225,7 @@ func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
 			if !o.RetryAt.IsZero() {
 				t.ScheduledFor = dbTime(o.RetryAt)
 			}
-			if to == store.StatusEnqueued {
-				t.EnqueuedAt = nil // needs a new SQS message once due (enqueue.go)
-			}
+			t.EnqueuedAt = nil // no message: the enqueuer of its queue sends one once due
 		}
 	})
 	return to
@@ -330,12 +322,7 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if p.RetryStatus == "" {
-		p.RetryStatus = store.StatusPending
-	}
 	switch {
-	case p.RetryStatus != store.StatusPending && p.RetryStatus != store.StatusEnqueued:
-		return 0, fmt.Errorf("reap: %w: retry status must be PENDING or ENQUEUED, got %q", store.ErrInvalid, p.RetryStatus)
 	case p.Limit < 1:
 		return 0, fmt.Errorf("reap: %w: limit must be at least 1, got %d", store.ErrInvalid, p.Limit)
 	case p.BackoffBase < 0 || p.BackoffMax < 0:
@@ -355,7 +342,7 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 		t := &e.task
 		msg := "lease expired (worker " + t.WorkerID + ")"
 		s.closeAttempt(e, store.OutcomeLeaseExpired, msg, now)
-		to := p.RetryStatus
+		to := store.StatusPending
 		switch {
 		case t.CancelRequestedAt != nil:
 			to = store.StatusCanceled
@@ -370,9 +357,7 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 				t.CompletedAt = &done
 			} else {
 				t.ScheduledFor = dbTime(now.Add(delay))
-				if to == store.StatusEnqueued {
-					t.EnqueuedAt = nil // needs a new SQS message once due (enqueue.go)
-				}
+				t.EnqueuedAt = nil // no message: the enqueuer of its queue sends one once due
 			}
 		})
 		if to == store.StatusPending && delay == 0 {
@@ -381,4 +366,11 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 	}
 	s.notify(wake)
 	return n, nil
+}
+
+// claimableByID mirrors claim_tasks_by_id.sql: a claim by id from ENQUEUED also takes a
+// due PENDING task, whose message (sent before a retry or a reaped lease brought it back
+// to PENDING) still names it.
+func claimableByID(status, from store.Status) bool {
+	return status == from || (from == store.StatusEnqueued && status == store.StatusPending)
 }

@@ -44,9 +44,10 @@ type Store struct {
 	subs        map[int]chan string
 	nextSub     int
 	closed      bool
-	schedules   map[string]*schedule // by name; see schedules.go
-	enq         enqueueIndex         // what EnqueueDue reads; see enqueue.go
-	outbox      dlqOutbox            // what PublishDeadLetters reads; see outbox.go
+	schedules   map[string]*schedule            // by name; see schedules.go
+	enq         enqueueIndex                    // what EnqueueDue reads; see enqueue.go
+	outbox      dlqOutbox                       // what PublishDeadLetters reads; see outbox.go
+	served      map[string]map[string]time.Time // queue -> enqueuer -> served until; queuemode.go
 }
 
 // entry is one task and everything hanging off it.
@@ -100,9 +101,9 @@ func legal(from, to store.Status) bool {
 	case store.StatusPending:
 		return to == store.StatusEnqueued || to == store.StatusProcessing || to == store.StatusCanceled
 	case store.StatusEnqueued:
-		return to == store.StatusProcessing || to == store.StatusCanceled
+		return to == store.StatusProcessing || to == store.StatusPending || to == store.StatusCanceled
 	case store.StatusProcessing:
-		return to == store.StatusSucceeded || to == store.StatusPending || to == store.StatusEnqueued ||
+		return to == store.StatusSucceeded || to == store.StatusPending ||
 			to == store.StatusDead || to == store.StatusFailed || to == store.StatusCanceled
 	case store.StatusDead, store.StatusFailed, store.StatusCanceled:
 		return to == store.StatusPending

@@ -98,7 +98,6 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		kinds    = make([]string, 0, n)
 		errs     = make([]string, 0, n)
 		retryAts = make([]pgtype.Timestamptz, 0, n)
-		statuses = make([]string, 0, n)
 		// sent[k] is the index in outcomes of the k-th outcome sent.
 		sent = make([]int, 0, n)
 	)
@@ -110,14 +109,6 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		case store.Succeed, store.Retry, store.Release, store.Fail, store.Cancel:
 		default:
 			return nil, fmt.Errorf("record outcomes: %w: unknown outcome kind %q", store.ErrInvalid, o.Kind)
-		}
-		retryStatus := o.RetryStatus
-		switch retryStatus {
-		case "":
-			retryStatus = store.StatusPending
-		case store.StatusPending, store.StatusEnqueued:
-		default:
-			return nil, fmt.Errorf("record outcomes: %w: retry status must be PENDING or ENQUEUED, not %q", store.ErrInvalid, retryStatus)
 		}
 		// The same lease twice in one batch: the first write wins, the second finds the
 		// lease gone, exactly as if it came in a later call.
@@ -132,14 +123,13 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		kinds = append(kinds, string(o.Kind))
 		errs = append(errs, store.TruncateError(o.Error))
 		retryAts = append(retryAts, pgtype.Timestamptz{Time: o.RetryAt, Valid: !o.RetryAt.IsZero()})
-		statuses = append(statuses, string(retryStatus))
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {
 		return results, nil
 	}
 
-	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryAts, statuses)
+	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryAts)
 	if err != nil {
 		return nil, translate("record outcomes", err)
 	}
@@ -172,14 +162,6 @@ func leaseLost(id uuid.UUID) error {
 
 // ReapExpiredLeases ends the attempts of PROCESSING tasks whose lease expired.
 func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) (int, error) {
-	retryStatus := params.RetryStatus
-	switch retryStatus {
-	case "":
-		retryStatus = store.StatusPending
-	case store.StatusPending, store.StatusEnqueued:
-	default:
-		return 0, fmt.Errorf("reap expired leases: %w: retry status must be PENDING or ENQUEUED, not %q", store.ErrInvalid, retryStatus)
-	}
 	switch {
 	case params.Limit < 1:
 		return 0, fmt.Errorf("reap expired leases: %w: limit must be at least 1, got %d", store.ErrInvalid, params.Limit)
@@ -187,7 +169,7 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) 
 		return 0, fmt.Errorf("reap expired leases: %w: backoff must not be negative", store.ErrInvalid)
 	}
 	var n int
-	err := s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit, string(retryStatus),
+	err := s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit,
 		params.BackoffBase.Seconds(), params.BackoffMax.Seconds()).Scan(&n)
 	if err != nil {
 		return 0, translate("reap expired leases", err)

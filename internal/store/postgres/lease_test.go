@@ -213,7 +213,6 @@ func TestRecordOutcomes(t *testing.T) {
 		{name: "succeed", outcome: store.Outcome{Kind: store.Succeed}, status: store.StatusSucceeded, attempt: store.OutcomeSucceeded},
 		{name: "retry", outcome: store.Outcome{Kind: store.Retry, Error: "try again", RetryAt: retryAt}, status: store.StatusPending, attempt: store.OutcomeRetried},
 		{name: "retry now", outcome: store.Outcome{Kind: store.Retry, Error: "again"}, status: store.StatusPending, attempt: store.OutcomeRetried},
-		{name: "retry enqueued", outcome: store.Outcome{Kind: store.Retry, Error: "e", RetryStatus: store.StatusEnqueued}, status: store.StatusEnqueued, attempt: store.OutcomeRetried},
 		{name: "retry exhausted", create: store.CreateParams{MaxAttempts: 1}, outcome: store.Outcome{Kind: store.Retry, Error: "last"}, status: store.StatusDead, attempt: store.OutcomeDead, deadLetter: true},
 		{name: "fail", outcome: store.Outcome{Kind: store.Fail, Error: "permanent"}, status: store.StatusFailed, attempt: store.OutcomeFailed, deadLetter: true},
 		{name: "cancel", cancelFirst: true, outcome: store.Outcome{Kind: store.Cancel, Error: "canceled"}, status: store.StatusCanceled, attempt: store.OutcomeCanceled},
@@ -297,7 +296,7 @@ func TestRecordOutcomes(t *testing.T) {
 	if res, err := st.RecordOutcomes(ctx, nil); err != nil || len(res) != 0 {
 		t.Errorf("RecordOutcomes(nil) = %v, %v", res, err)
 	}
-	for _, o := range []store.Outcome{{Kind: "explode"}, {Kind: store.Retry, RetryStatus: store.StatusDead}} {
+	for _, o := range []store.Outcome{{Kind: "explode"}, {Kind: ""}} {
 		if _, err := st.RecordOutcomes(ctx, []store.Outcome{o}); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("RecordOutcomes(%+v) = %v, want ErrInvalid", o, err)
 		}
@@ -411,7 +410,7 @@ func TestReapExpiredLeases(t *testing.T) {
 		t.Errorf("second reap: %d, %v", n, err)
 	}
 
-	for _, p := range []store.ReapParams{{}, {Limit: 1, RetryStatus: store.StatusDead}, {Limit: 1, BackoffBase: -1}} {
+	for _, p := range []store.ReapParams{{}, {Limit: 1, BackoffMax: -1}, {Limit: 1, BackoffBase: -1}} {
 		if _, err := st.ReapExpiredLeases(ctx, p); !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("ReapExpiredLeases(%+v) = %v, want ErrInvalid", p, err)
 		}
@@ -419,7 +418,7 @@ func TestReapExpiredLeases(t *testing.T) {
 }
 
 // TestReapBackoff: the n-th attempt waits up to base * 2^(n-1), capped at BackoffMax, and
-// goes back to RetryStatus.
+// goes back to PENDING.
 func TestReapBackoff(t *testing.T) {
 	t.Parallel()
 	st, pool := newStore(t)
@@ -439,13 +438,13 @@ func TestReapBackoff(t *testing.T) {
 		mustClaim(t, st, store.ClaimParams{TaskIDs: []uuid.UUID{task.ID}})
 		expireLease(t, pool, task.ID)
 		before := dbNow(t, pool)
-		if n, err := st.ReapExpiredLeases(ctx, store.ReapParams{Limit: 1, BackoffBase: tc.base, BackoffMax: tc.max, RetryStatus: store.StatusEnqueued}); err != nil || n != 1 {
+		if n, err := st.ReapExpiredLeases(ctx, store.ReapParams{Limit: 1, BackoffBase: tc.base, BackoffMax: tc.max}); err != nil || n != 1 {
 			t.Fatalf("reap: %d, %v", n, err)
 		}
 		after := dbNow(t, pool)
 		got := mustGet(t, st, task.ID)
-		if got.Status != store.StatusEnqueued || got.ScheduledFor.Before(before) || got.ScheduledFor.After(after.Add(tc.ceiling)) {
-			t.Errorf("attempt %d (base %s, max %s): %s at %v, want ENQUEUED within %s of %v",
+		if got.Status != store.StatusPending || got.ScheduledFor.Before(before) || got.ScheduledFor.After(after.Add(tc.ceiling)) {
+			t.Errorf("attempt %d (base %s, max %s): %s at %v, want PENDING within %s of %v",
 				got.AttemptCount, tc.base, tc.max, got.Status, got.ScheduledFor, tc.ceiling, before)
 		}
 	}

@@ -27,6 +27,8 @@ var (
 	sqlListAttempts      = query("list_attempts.sql")
 	sqlListDeadLetters   = query("list_dead_letters.sql")
 	sqlStats             = query("stats.sql")
+	sqlServeQueues       = query("serve_queues.sql")
+	sqlRequeueUnserved   = query("requeue_unserved.sql")
 )
 
 // planPerCall runs a statement planned for its actual parameters on every call (pgx

@@ -225,12 +225,9 @@ func testClaimQueueIsolation(t *testing.T, s store.Store) {
 }
 
 func testClaimFrom(t *testing.T, s store.Store) {
+	// The only way to ENQUEUED: the enqueuer's send.
+	enq := sendOnce(t, s, createOne(t, s, store.CreateParams{Kind: "k"}))
 	pending := createOne(t, s, store.CreateParams{Kind: "k"})
-	// The only way to ENQUEUED through the Store interface: a retry to ENQUEUED.
-	enq := createAndClaim(t, s, store.CreateParams{Kind: "k"})
-	o := outcome(enq, store.Retry, "try again")
-	o.RetryStatus = store.StatusEnqueued
-	recordOK(t, s, o, store.StatusEnqueued)
 
 	p := claimParams("default", 10)
 	p.From = store.StatusEnqueued
@@ -238,7 +235,7 @@ func testClaimFrom(t *testing.T, s store.Store) {
 	if len(got) != 1 || got[0].ID != enq.ID {
 		t.Fatalf("claim From=ENQUEUED got %v, want %s", ids(got), enq.ID)
 	}
-	if got[0].AttemptCount != 2 || got[0].Status != store.StatusProcessing {
+	if got[0].AttemptCount != 1 || got[0].Status != store.StatusProcessing {
 		t.Fatalf("claimed ENQUEUED task: attempt_count %d status %s", got[0].AttemptCount, got[0].Status)
 	}
 	if got := claim(t, s, p); len(got) != 0 {

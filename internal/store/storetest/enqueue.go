@@ -170,9 +170,8 @@ func testEnqueueOrder(t *testing.T, s store.Store) {
 	retry := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "ord", Kind: "k", Priority: 3}))
 	retry = claimID(t, s, retry, store.StatusEnqueued, 30*time.Second)
 	o := outcome(retry, store.Retry, "again")
-	o.RetryStatus = store.StatusEnqueued
 	o.RetryAt = now.Add(-3 * time.Second)
-	recordOK(t, s, o, store.StatusEnqueued)
+	recordOK(t, s, o, store.StatusPending)
 
 	res := create(t, s,
 		store.CreateParams{Queue: "ord", Kind: "low", Priority: -1, ScheduledFor: now.Add(-time.Hour)},
@@ -291,44 +290,33 @@ func testEnqueueRedelivery(t *testing.T, s store.Store) {
 	claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
 }
 
-// testEnqueueRetried: a retry in SQS mode goes back to ENQUEUED and needs a new message
-// once its backoff has passed (the worker deletes the old one).
+// testEnqueueRetried: a retry goes back to PENDING without its message (the worker
+// deletes the old one) and is sent again once its backoff has passed.
 func testEnqueueRetried(t *testing.T, s store.Store) {
 	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "retry", Kind: "k"}))
 	running := claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
-	o := outcome(running, store.Retry, "try again")
-	o.RetryStatus = store.StatusEnqueued
-	retried := recordOK(t, s, o, store.StatusEnqueued)
+	retried := recordOK(t, s, outcome(running, store.Retry, "try again"), store.StatusPending)
 	isNil(t, "EnqueuedAt of a retry waiting for its new message", retried.EnqueuedAt)
 	wantHanded(t, "a due retry", enqueueAll(t, s, enqueueParams("retry")), task.ID)
 	checkSent(t, s, task.ID)
 
 	// A retry whose backoff has not passed waits.
 	running = claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
-	o = outcome(running, store.Retry, "later")
-	o.RetryStatus = store.StatusEnqueued
+	o := outcome(running, store.Retry, "later")
 	o.RetryAt = time.Now().Add(time.Hour)
-	recordOK(t, s, o, store.StatusEnqueued)
+	recordOK(t, s, o, store.StatusPending)
 	p := enqueueParams("retry")
 	p.RedeliverAfter = time.Nanosecond
 	wantHanded(t, "a retry due in an hour", enqueueAll(t, s, p))
-
-	// Only a retry to ENQUEUED forgets the send; one to PENDING leaves enqueued_at alone.
-	other := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "retry-pending", Kind: "k"}))
-	running = claimID(t, s, other, store.StatusEnqueued, 30*time.Second)
-	got := recordOK(t, s, outcome(running, store.Retry, "x"), store.StatusPending)
-	if got.EnqueuedAt == nil || !got.EnqueuedAt.Equal(*other.EnqueuedAt) {
-		t.Fatalf("a retry to PENDING changed EnqueuedAt from %s to %v", other.EnqueuedAt, got.EnqueuedAt)
-	}
 }
 
 func testEnqueueReaped(t *testing.T, s store.Store) {
 	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "reap", Kind: "k"}))
 	claimID(t, s, task, store.StatusEnqueued, shortLease)
-	reapUntil(t, s, store.ReapParams{Limit: 10, RetryStatus: store.StatusEnqueued}, 1)
+	reapUntil(t, s, store.ReapParams{Limit: 10}, 1)
 	reaped := get(t, s, task.ID)
-	if reaped.Status != store.StatusEnqueued {
-		t.Fatalf("reaped task is %s, want ENQUEUED", reaped.Status)
+	if reaped.Status != store.StatusPending {
+		t.Fatalf("reaped task is %s, want PENDING", reaped.Status)
 	}
 	isNil(t, "EnqueuedAt of a reaped task", reaped.EnqueuedAt)
 	wantHanded(t, "a reaped task", enqueueAll(t, s, enqueueParams("reap")), task.ID)
@@ -413,10 +401,9 @@ func testEnqueueConcurrent(t *testing.T, s store.Store) {
 	outcomes := make([]store.Outcome, len(running))
 	for i, task := range running {
 		outcomes[i] = outcome(task, store.Retry, "again")
-		outcomes[i].RetryStatus = store.StatusEnqueued
 	}
 	for i, r := range record(t, s, outcomes...) {
-		if r.Err != nil || r.Status != store.StatusEnqueued {
+		if r.Err != nil || r.Status != store.StatusPending {
 			t.Fatalf("retry %d: %+v", i, r)
 		}
 	}

@@ -14,7 +14,7 @@ var outcomeTests = []testCase{
 	{"Succeed", testOutcomeSucceed},
 	{"RetryNow", testOutcomeRetryNow},
 	{"RetryLater", testOutcomeRetryLater},
-	{"RetryToEnqueued", testOutcomeRetryEnqueued},
+	{"RetryOfASentTaskBackToPending", testOutcomeRetrySent},
 	{"RetryExhaustedGoesDead", testOutcomeRetryExhausted},
 	{"ReleaseDoesNotCount", testOutcomeRelease},
 	{"FailIsPermanent", testOutcomeFail},
@@ -90,29 +90,24 @@ func testOutcomeRetryLater(t *testing.T, s store.Store) {
 	}
 }
 
-func testOutcomeRetryEnqueued(t *testing.T, s store.Store) {
-	task := createAndClaim(t, s, store.CreateParams{Kind: "k"})
-	o := outcome(task, store.Retry, "sqs retry")
-	o.RetryStatus = store.StatusEnqueued
-	after := recordOK(t, s, o, store.StatusEnqueued)
+// testOutcomeRetrySent: a task that came through SQS goes back to PENDING on a retry, in
+// every mode, without its message (the worker deletes it): a poll worker can claim it, and
+// the enqueuer of its queue sends it again.
+func testOutcomeRetrySent(t *testing.T, s store.Store) {
+	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "sqs-retry", Kind: "k"}))
+	running := claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
+	after := recordOK(t, s, outcome(running, store.Retry, "sqs retry"), store.StatusPending)
 	checkNoLease(t, after)
+	isNil(t, "EnqueuedAt of a retry", after.EnqueuedAt)
 	checkClosedAttempt(t, s, task, 1, store.OutcomeRetried, "sqs retry")
-	if got := claim(t, s, claimParams("default", 10)); len(got) != 0 {
-		t.Fatal("an ENQUEUED task was claimed From PENDING")
-	}
-	again := claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
-	if again.AttemptCount != 2 {
-		t.Fatalf("attempt_count %d after the second claim", again.AttemptCount)
-	}
-	// A future retry to ENQUEUED is not due either.
-	o = outcome(again, store.Retry, "later")
-	o.RetryStatus = store.StatusEnqueued
-	o.RetryAt = time.Now().Add(time.Hour)
-	recordOK(t, s, o, store.StatusEnqueued)
-	p := claimParams("default", 10)
+	p := claimParams("sqs-retry", 10)
 	p.From = store.StatusEnqueued
 	if got := claim(t, s, p); len(got) != 0 {
-		t.Fatal("an ENQUEUED task due in an hour was claimed")
+		t.Fatal("a retry was claimed From ENQUEUED before it was sent again")
+	}
+	again := claimID(t, s, after, store.StatusPending, 30*time.Second)
+	if again.AttemptCount != 2 {
+		t.Fatalf("attempt_count %d after the second claim", again.AttemptCount)
 	}
 }
 
@@ -146,11 +141,10 @@ func testOutcomeRetryExhausted(t *testing.T, s store.Store) {
 	if got := claim(t, s, claimParams("mail", 10)); len(got) != 0 {
 		t.Fatal("a DEAD task was claimed")
 	}
-	// Retry to ENQUEUED with attempts exhausted is DEAD too.
-	t2 := createAndClaim(t, s, store.CreateParams{Kind: "k", MaxAttempts: 1})
-	o := outcome(t2, store.Retry, "boom")
-	o.RetryStatus = store.StatusEnqueued
-	recordOK(t, s, o, store.StatusDead)
+	// A task that came through SQS with attempts exhausted is DEAD too.
+	t2 := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "sqs-dead", Kind: "k", MaxAttempts: 1}))
+	t2 = claimID(t, s, t2, store.StatusEnqueued, 30*time.Second)
+	recordOK(t, s, outcome(t2, store.Retry, "boom"), store.StatusDead)
 	if n := len(deadLettersOf(t, s, t2.ID)); n != 1 {
 		t.Fatalf("%d dead letters, want 1", n)
 	}
@@ -179,13 +173,13 @@ func testOutcomeRelease(t *testing.T, s store.Store) {
 	// Its budget is spent once a counted attempt fails.
 	recordOK(t, s, outcome(again, store.Retry, "boom"), store.StatusDead)
 
-	// In SQS mode it needs a new message.
-	enq := createAndClaim(t, s, store.CreateParams{Kind: "k", MaxAttempts: 1})
-	o := outcome(enq, store.Release, "x")
-	o.RetryStatus = store.StatusEnqueued
-	if after := recordOK(t, s, o, store.StatusEnqueued); after.EnqueuedAt != nil || after.MaxAttempts != 2 {
-		t.Fatalf("released to ENQUEUED: enqueued_at %v, max_attempts %d", after.EnqueuedAt, after.MaxAttempts)
+	// A task that came through SQS is PENDING without its message: it is sent again.
+	enq := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "sqs-release", Kind: "k", MaxAttempts: 1}))
+	enq = claimID(t, s, enq, store.StatusEnqueued, 30*time.Second)
+	if after := recordOK(t, s, outcome(enq, store.Release, "x"), store.StatusPending); after.EnqueuedAt != nil || after.MaxAttempts != 2 {
+		t.Fatalf("released: enqueued_at %v, max_attempts %d", after.EnqueuedAt, after.MaxAttempts)
 	}
+	wantHanded(t, "a released task", enqueueAll(t, s, enqueueParams("sqs-release")), enq.ID)
 	claimID(t, s, enq, store.StatusEnqueued, 30*time.Second)
 
 	// A cancel request wins, and then the budget stays as it was.
@@ -292,7 +286,6 @@ func testOutcomeMixedBatch(t *testing.T, s store.Store) {
 	staleOutcome := outcome(stale, store.Succeed, "")
 	staleOutcome.LeaseToken = uuid.New()
 	enqOutcome := outcome(enq, store.Retry, "e")
-	enqOutcome.RetryStatus = store.StatusEnqueued
 	outcomes := []store.Outcome{
 		outcome(fail, store.Fail, "f"),
 		staleOutcome,
@@ -302,7 +295,7 @@ func testOutcomeMixedBatch(t *testing.T, s store.Store) {
 		outcome(retry, store.Retry, "r"),
 		outcome(cancel, store.Cancel, "c"),
 	}
-	want := []store.Status{store.StatusFailed, "", store.StatusSucceeded, store.StatusDead, store.StatusEnqueued, store.StatusPending, store.StatusCanceled}
+	want := []store.Status{store.StatusFailed, "", store.StatusSucceeded, store.StatusDead, store.StatusPending, store.StatusPending, store.StatusCanceled}
 	res := record(t, s, outcomes...)
 	for i, r := range res {
 		if want[i] == "" {
@@ -346,13 +339,12 @@ func testOutcomeInvalid(t *testing.T, s store.Store) {
 	other := createAndClaim(t, s, store.CreateParams{Kind: "k"})
 	bad := []store.Outcome{
 		{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: "explode"},
-		{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Retry, RetryStatus: store.StatusSucceeded},
-		{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Retry, RetryStatus: store.StatusProcessing},
+		{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: ""},
 	}
 	for _, o := range bad {
 		// Bad input fails the whole call and writes nothing, valid outcomes included.
 		_, err := s.RecordOutcomes(ctx(t), []store.Outcome{outcome(other, store.Succeed, ""), o})
-		wantErr(t, err, store.ErrInvalid, "RecordOutcomes with kind "+string(o.Kind)+" retry status "+string(o.RetryStatus))
+		wantErr(t, err, store.ErrInvalid, "RecordOutcomes with kind "+string(o.Kind))
 	}
 	sameTask(t, "task after invalid outcomes", get(t, s, task.ID), task)
 	sameTask(t, "other task after invalid outcomes", get(t, s, other.ID), other)
@@ -398,10 +390,7 @@ func testCancelPending(t *testing.T, s store.Store) {
 }
 
 func testCancelEnqueued(t *testing.T, s store.Store) {
-	task := createAndClaim(t, s, store.CreateParams{Kind: "k"})
-	o := outcome(task, store.Retry, "x")
-	o.RetryStatus = store.StatusEnqueued
-	recordOK(t, s, o, store.StatusEnqueued)
+	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Kind: "k"}))
 	got, err := s.CancelTask(ctx(t), task.ID)
 	if err != nil || got.Status != store.StatusCanceled {
 		t.Fatalf("CancelTask of an ENQUEUED task: %v, %v", got, err)
@@ -555,11 +544,7 @@ func testReplayIllegal(t *testing.T, s store.Store) {
 	pending := createOne(t, s, store.CreateParams{Kind: "k"})
 	processing := createAndClaim(t, s, store.CreateParams{Kind: "k"})
 	succeeded := driveTo(t, s, store.CreateParams{Kind: "k"}, store.StatusSucceeded)
-	enq := createAndClaim(t, s, store.CreateParams{Kind: "k"})
-	o := outcome(enq, store.Retry, "x")
-	o.RetryStatus = store.StatusEnqueued
-	recordOK(t, s, o, store.StatusEnqueued)
-	enq = get(t, s, enq.ID)
+	enq := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "replay-enq", Kind: "k"}))
 	for _, task := range []*store.Task{pending, processing, succeeded, enq} {
 		_, err := s.ReplayTask(ctx(t), task.ID)
 		wantErr(t, err, store.ErrIllegalTransition, "ReplayTask of a "+string(task.Status)+" task")
@@ -634,7 +619,7 @@ var reapTests = []testCase{
 	{"ExhaustedGoesDead", testReapExhausted},
 	{"CancelRequestedGoesCanceled", testReapCancelRequested},
 	{"UnexpiredUntouched", testReapUnexpired},
-	{"RetryStatusEnqueued", testReapEnqueued},
+	{"SentTaskBackToPending", testReapSent},
 	{"LimitRespected", testReapLimit},
 	{"FullJitterBackoff", testReapBackoff},
 	{"InvalidParams", testReapInvalid},
@@ -644,12 +629,10 @@ func testReapInvalid(t *testing.T, s store.Store) {
 	task := claimID(t, s, createOne(t, s, store.CreateParams{Kind: "k"}), store.StatusPending, shortLease)
 	waitExpiredLeases(t, s, "default", 1)
 	for name, p := range map[string]store.ReapParams{
-		"limit 0":                 {},
-		"negative limit":          {Limit: -1},
-		"negative backoff base":   {Limit: 10, BackoffBase: -time.Second},
-		"negative backoff max":    {Limit: 10, BackoffMax: -time.Second},
-		"retry status SUCCEEDED":  {Limit: 10, RetryStatus: store.StatusSucceeded},
-		"retry status PROCESSING": {Limit: 10, RetryStatus: store.StatusProcessing},
+		"limit 0":               {},
+		"negative limit":        {Limit: -1},
+		"negative backoff base": {Limit: 10, BackoffBase: -time.Second},
+		"negative backoff max":  {Limit: 10, BackoffMax: -time.Second},
 	} {
 		n, err := s.ReapExpiredLeases(ctx(t), p)
 		wantErr(t, err, store.ErrInvalid, "ReapExpiredLeases with "+name)
@@ -773,23 +756,22 @@ func testReapUnexpired(t *testing.T, s store.Store) {
 	}
 }
 
-func testReapEnqueued(t *testing.T, s store.Store) {
-	task := claimID(t, s, createOne(t, s, store.CreateParams{Kind: "k"}), store.StatusPending, shortLease)
-	reapUntil(t, s, store.ReapParams{Limit: 10, RetryStatus: store.StatusEnqueued}, 1)
+// testReapSent: a task that came through SQS is reaped to PENDING too, without its
+// message, so that the workers of its queue find it whatever its queue's mode is now.
+func testReapSent(t *testing.T, s store.Store) {
+	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "reap-sqs", Kind: "k"}))
+	claimID(t, s, task, store.StatusEnqueued, shortLease)
+	reapUntil(t, s, store.ReapParams{Limit: 10}, 1)
 	got := get(t, s, task.ID)
-	if got.Status != store.StatusEnqueued {
-		t.Fatalf("reaped with RetryStatus ENQUEUED: %s", got.Status)
+	if got.Status != store.StatusPending {
+		t.Fatalf("reaped task of SQS mode: %s, want PENDING", got.Status)
 	}
 	checkNoLease(t, got)
-	if c := claim(t, s, claimParams("default", 10)); len(c) != 0 {
-		t.Fatal("claimed From PENDING a task reaped to ENQUEUED")
-	}
-	again := claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
+	isNil(t, "EnqueuedAt of a reaped task", got.EnqueuedAt)
+	again := claimID(t, s, got, store.StatusPending, 30*time.Second)
 	if again.AttemptCount != 2 {
 		t.Fatalf("attempt_count %d", again.AttemptCount)
 	}
-	_, err := s.ReapExpiredLeases(ctx(t), store.ReapParams{Limit: 10, RetryStatus: store.StatusSucceeded})
-	wantErr(t, err, store.ErrInvalid, "ReapExpiredLeases with RetryStatus SUCCEEDED")
 }
 
 func testReapLimit(t *testing.T, s store.Store) {

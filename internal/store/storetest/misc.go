@@ -207,10 +207,8 @@ func testStats(t *testing.T, s store.Store) {
 	driveTo(t, s, store.CreateParams{Queue: "sb", Kind: "k"}, store.StatusFailed)
 	driveTo(t, s, store.CreateParams{Queue: "sb", Kind: "k"}, store.StatusDead)
 	driveTo(t, s, store.CreateParams{Queue: "sb", Kind: "k"}, store.StatusCanceled)
-	enq := createAndClaim(t, s, store.CreateParams{Queue: "sb", Kind: "k"})
-	o := outcome(enq, store.Retry, "x")
-	o.RetryStatus = store.StatusEnqueued
-	recordOK(t, s, o, store.StatusEnqueued)
+	enq := createOne(t, s, store.CreateParams{Queue: "sb", Kind: "k"})
+	wantHanded(t, "queue sb", enqueueAll(t, s, enqueueParams("sb")), enq.ID)
 	createOne(t, s, store.CreateParams{Queue: "sc", Kind: "k", ScheduledFor: now.Add(time.Hour)})
 
 	waitExpiredLeases(t, s, "sa", 1)

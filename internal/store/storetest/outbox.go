@@ -15,8 +15,8 @@ var outboxTests = []testCase{
 	{"SQSDeadLetterHandedOnceThenMarked", testOutboxHandedOnce},
 	{"EveryPathThatEndsAnSQSTask", testOutboxEveryPath},
 	{"PollModeDeadLettersNeverHanded", testOutboxPollMode},
-	{"ClaimByIDOfAnUnsentRetryCountsAsSQS", testOutboxClaimByIDUnsent},
-	{"ClaimFromENQUEUEDOfAnUnsentRetryCountsAsSQS", testOutboxClaimFromEnqueuedUnsent},
+	{"RetrySentAgainCountsAsSQS", testOutboxRetrySentAgain},
+	{"RetryRunByAPollWorkerIsNotSQS", testOutboxRetryPolled},
 	{"QueuesLimitAndOrder", testOutboxQueuesLimitOrder},
 	{"PartialPublishMarksOnlyReported", testOutboxPartial},
 	{"HeldRowsSkippedByOtherCallers", testOutboxConcurrent},
@@ -100,7 +100,7 @@ func testOutboxEveryPath(t *testing.T, s store.Store) {
 	failed := sqsDead(t, s, "paths", store.Fail)
 	reaped := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "paths", Kind: "k", MaxAttempts: 1}))
 	claimID(t, s, reaped, store.StatusEnqueued, shortLease)
-	reapUntil(t, s, store.ReapParams{Limit: 10, RetryStatus: store.StatusEnqueued}, 1)
+	reapUntil(t, s, store.ReapParams{Limit: 10}, 1)
 	if got := get(t, s, reaped.ID); got.Status != store.StatusDead {
 		t.Fatalf("reaped task with no attempts left is %s, want DEAD", got.Status)
 	}
@@ -119,40 +119,30 @@ func testOutboxPollMode(t *testing.T, s store.Store) {
 	}
 }
 
-// testOutboxClaimByIDUnsent: a retry back in ENQUEUED has no message of its own yet
-// (enqueued_at nil); claimed by id from an older duplicate message and then dead, it is
-// still an SQS-mode task.
-func testOutboxClaimByIDUnsent(t *testing.T, s store.Store) {
-	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "dup", Kind: "k", MaxAttempts: 2}))
+// testOutboxRetrySentAgain: a retry goes back to PENDING without a message; sent again,
+// claimed by id and then dead, it is an SQS-mode task whose dead letter awaits the DLQ.
+func testOutboxRetrySentAgain(t *testing.T, s store.Store) {
+	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "again", Kind: "k", MaxAttempts: 2}))
 	first := claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
-	retry := outcome(first, store.Retry, "again")
-	retry.RetryStatus = store.StatusEnqueued
-	retried := recordOK(t, s, retry, store.StatusEnqueued)
+	retried := recordOK(t, s, outcome(first, store.Retry, "again"), store.StatusPending)
 	isNil(t, "EnqueuedAt of a retry", retried.EnqueuedAt)
-	second := claimID(t, s, retried, store.StatusEnqueued, 30*time.Second)
+	second := claimID(t, s, sendOnce(t, s, retried), store.StatusEnqueued, 30*time.Second)
 	nearNowPtr(t, "EnqueuedAt after a claim by id", second.EnqueuedAt)
 	dead := recordOK(t, s, outcome(second, store.Retry, "boom"), store.StatusDead)
-	wantEvents(t, "dead after a claim from a duplicate", publishAll(t, s, "dup"), dead)
+	wantEvents(t, "dead after its second message", publishAll(t, s, "again"), dead)
 }
 
-// testOutboxClaimFromEnqueuedUnsent: the same retry claimed by queue from ENQUEUED (the
-// HTTP worker protocol of a server in SQS mode claims so), not by id, then dead: still
-// an SQS-mode task, whose dead letter awaits the DLQ.
-func testOutboxClaimFromEnqueuedUnsent(t *testing.T, s store.Store) {
-	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "http", Kind: "k", MaxAttempts: 2}))
+// testOutboxRetryPolled: the same retry claimed by a poll worker (its queue moved to poll
+// mode) and then dead went through poll mode last: no DLQ event.
+func testOutboxRetryPolled(t *testing.T, s store.Store) {
+	task := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "moved", Kind: "k", MaxAttempts: 2}))
 	first := claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
-	retry := outcome(first, store.Retry, "again")
-	retry.RetryStatus = store.StatusEnqueued
-	isNil(t, "EnqueuedAt of a retry", recordOK(t, s, retry, store.StatusEnqueued).EnqueuedAt)
-	p := claimParams("http", 10)
-	p.From = store.StatusEnqueued
-	got := claim(t, s, p)
-	if len(got) != 1 || got[0].ID != task.ID {
-		t.Fatalf("ClaimTasks(From=ENQUEUED): got %s, want the retry", ids(got))
+	retried := recordOK(t, s, outcome(first, store.Retry, "again"), store.StatusPending)
+	second := claimID(t, s, retried, store.StatusPending, 30*time.Second)
+	recordOK(t, s, outcome(second, store.Retry, "boom"), store.StatusDead)
+	if got := publishAll(t, s, "moved"); got != nil {
+		t.Fatalf("a task that ended in poll mode was handed to the DLQ: %+v", got)
 	}
-	nearNowPtr(t, "EnqueuedAt after a claim from ENQUEUED", got[0].EnqueuedAt)
-	dead := recordOK(t, s, outcome(got[0], store.Retry, "boom"), store.StatusDead)
-	wantEvents(t, "dead after a claim from ENQUEUED", publishAll(t, s, "http"), dead)
 }
 
 func testOutboxQueuesLimitOrder(t *testing.T, s store.Store) {

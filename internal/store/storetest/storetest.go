@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Reap", reapTests},
 		{"EnqueueDue", enqueueTests},
 		{"PublishDeadLetters", outboxTests},
+		{"QueueModes", queueModeTests},
 		{"Attempts", attemptTests},
 		{"DeadLetters", deadLetterTests},
 		{"Stats", statsTests},

@@ -1,6 +1,8 @@
 -- ClaimTasks restricted to the ids $5 (the SQS worker claims the id a message named):
 -- the same writes as claim_tasks.sql. $1 queue, $2 limit, $3 worker id, $4 lease
--- duration, $6 the status to claim from.
+-- duration, $6 the status to claim from. From ENQUEUED, a due PENDING task is claimed
+-- too: it came back to PENDING (a retry, a reaped lease, a queue no enqueuer served)
+-- after this message was sent, and the message still delivers it (migration 0009).
 --
 -- Each id is looked up (primary key) and locked on its own in a LATERAL subquery, in id
 -- order (as record_outcomes.sql locks, so the two cannot deadlock), and the claim
@@ -24,7 +26,7 @@ WITH due AS (
         LIMIT 1
         FOR UPDATE
     ) AS t
-    WHERE t.status = $6::text
+    WHERE (t.status = $6::text OR ($6::text = 'ENQUEUED' AND t.status = 'PENDING'))
       AND t.queue = $1
       AND t.scheduled_for <= now()
       AND t.attempt_count < t.max_attempts
@@ -39,8 +41,8 @@ WITH due AS (
         attempt_count = t.attempt_count + 1,
         processing_started_at = now(),
         -- From ENQUEUED it is normally set already (by the send of the message being
-        -- claimed). A claim from an older duplicate message, of a retry not yet sent
-        -- again, sets it: a task claimed through SQS is an SQS-mode task, whose dead
+        -- claimed). A claim from an older message, of a task back in PENDING and not yet
+        -- sent again, sets it: a task claimed through SQS is an SQS-mode task, whose dead
         -- letter is published to the DLQ (migration 0008).
         enqueued_at = CASE WHEN $6::text = 'ENQUEUED' THEN coalesce(t.enqueued_at, now())
                            ELSE t.enqueued_at END,

@@ -1,8 +1,8 @@
 -- ReapExpiredLeases: takes up to $1 PROCESSING tasks whose lease expired (SKIP LOCKED, so
 -- any number of reapers run side by side) and ends their attempt: CANCELED when a cancel
--- was requested, DEAD when no attempts remain, else back to $2 ('PENDING' or 'ENQUEUED')
--- after a full-jitter exponential backoff: uniform in [0, min($4, $3 * 2^(attempt-1)))
--- seconds. Each reaped attempt's rota.task_attempts row is written, as LEASE_EXPIRED
+-- was requested, DEAD when no attempts remain, else back to PENDING (in every mode:
+-- migration 0009) after a full-jitter exponential backoff: uniform in
+-- [0, min($3, $2 * 2^(attempt-1))) seconds. Each reaped attempt's rota.task_attempts row is written, as LEASE_EXPIRED
 -- (a running attempt lives on the task row until it ends: migration 0007). Returns how
 -- many were reaped. Tasks are updated by primary key, as in record_outcomes.sql.
 WITH expired AS (
@@ -18,24 +18,23 @@ WITH expired AS (
     SET status = CASE
                      WHEN t.cancel_requested_at IS NOT NULL THEN 'CANCELED'
                      WHEN t.attempt_count >= t.max_attempts THEN 'DEAD'
-                     ELSE $2::text
+                     ELSE 'PENDING'
                  END,
         scheduled_for = CASE
                             WHEN t.cancel_requested_at IS NOT NULL OR t.attempt_count >= t.max_attempts
                                 THEN t.scheduled_for
-                            ELSE now() + make_interval(secs => random() * least($4::float8,
-                                     $3::float8 * power(2::float8, least(greatest(t.attempt_count, 1) - 1, 62))))
+                            ELSE now() + make_interval(secs => random() * least($3::float8,
+                                     $2::float8 * power(2::float8, least(greatest(t.attempt_count, 1) - 1, 62))))
                         END,
         completed_at = CASE
                            WHEN t.cancel_requested_at IS NOT NULL OR t.attempt_count >= t.max_attempts
                                THEN now()
                        END,
-        -- Back to ENQUEUED (SQS mode): whether the vanished worker's message survives is
-        -- unknown, so the task gets a new one once due (a duplicate is harmless); NULL is
-        -- what the enqueuer looks for (enqueue_due.sql).
+        -- Back to PENDING: whether the vanished worker's SQS message survives is unknown,
+        -- so in a queue an enqueuer serves the task gets a new one once due (a duplicate
+        -- is harmless: the claim by id takes it once).
         enqueued_at = CASE
                           WHEN t.cancel_requested_at IS NULL AND t.attempt_count < t.max_attempts
-                               AND $2::text = 'ENQUEUED'
                               THEN NULL
                           ELSE t.enqueued_at
                       END,

@@ -2,9 +2,9 @@
 -- its lease token, and writes each attempt's rota.task_attempts row (the first and only
 -- time: a running attempt lives on the task row, migration 0007).
 --
--- $1..$6 hold one element per outcome (the caller removes repeated (id, token) pairs):
+-- $1..$5 hold one element per outcome (the caller removes repeated (id, token) pairs):
 -- task id, lease token, kind ('succeed', 'retry', 'release', 'fail', 'cancel'), error ('' = none,
--- already truncated), retry_at (NULL = now), retry status ('PENDING' or 'ENQUEUED').
+-- already truncated), retry_at (NULL = now).
 -- Returns (ord, status) for every outcome that matched; ord is the 1-based input position.
 --
 -- The fence is the lease token alone: only a PROCESSING task has one (CHECK
@@ -32,8 +32,8 @@ WITH input AS (
            -- released: the worker gave the attempt up (shutdown); it does not count, so
            -- max_attempts grows by one and a last attempt is not DEAD.
            kind = 'release' AS release
-    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
-        WITH ORDINALITY AS u (task_id, lease_token, kind, error, retry_at, retry_status, ord)
+    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[])
+        WITH ORDINALITY AS u (task_id, lease_token, kind, error, retry_at, ord)
     ORDER BY task_id
     LIMIT cardinality($1::uuid[])
 ), updated AS (
@@ -43,7 +43,9 @@ WITH input AS (
                      WHEN i.kind = 'cancel' OR t.cancel_requested_at IS NOT NULL THEN 'CANCELED'
                      WHEN i.kind = 'fail' THEN 'FAILED'
                      WHEN t.attempt_count >= t.max_attempts AND NOT i.release THEN 'DEAD'
-                     ELSE i.retry_status
+                     -- Waiting to run again is PENDING in every mode (migration 0009): a
+                     -- poll worker claims it, or the enqueuer of its queue sends it.
+                     ELSE 'PENDING'
                  END,
         -- The four columns below follow the status above: "runs again" is exactly the
         -- ELSE branch (a retry or release, no cancel request, attempts left or released).
@@ -53,10 +55,9 @@ WITH input AS (
         completed_at = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND (t.attempt_count < t.max_attempts OR i.release)
                             THEN NULL
                             ELSE now() END,
-        -- A retry in SQS mode needs a new message once due (the worker deletes the old
-        -- one after this commit): NULL is what the enqueuer looks for (enqueue_due.sql).
+        -- A task that runs again has no message (an SQS worker deletes the old one after
+        -- this commit); the enqueuer of its queue sends a new one once it is due.
         enqueued_at = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND (t.attempt_count < t.max_attempts OR i.release)
-                                AND i.retry_status = 'ENQUEUED'
                            THEN NULL
                            ELSE t.enqueued_at END,
         max_attempts = CASE WHEN i.release AND t.cancel_requested_at IS NULL
@@ -76,7 +77,7 @@ WITH input AS (
 ), attempts AS (
     INSERT INTO rota.task_attempts (task_id, attempt, worker_id, lease_token, started_at, finished_at, outcome, error)
     SELECT id, attempt_count, worker_id, lease_token, coalesce(processing_started_at, now()), now(),
-           CASE WHEN status IN ('PENDING', 'ENQUEUED') THEN 'RETRIED' ELSE status END,
+           CASE WHEN status = 'PENDING' THEN 'RETRIED' ELSE status END,
            error
     FROM updated
 )
