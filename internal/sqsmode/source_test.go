@@ -118,8 +118,8 @@ func TestPoisonUnknownAndMisroutedMessagesAreDeleted(t *testing.T) {
 	}
 }
 
-// retryAt makes task id ENQUEUED, due at at, as a retry leaves it: sent, claimed, failed.
-func (e *sqsEnv) retryAt(id uuid.UUID, at time.Time) {
+// retryIn makes task id ENQUEUED, due in d, as a retry leaves it: sent, claimed, failed.
+func (e *sqsEnv) retryIn(id uuid.UUID, d time.Duration) {
 	e.t.Helper()
 	ctx := context.Background()
 	if _, err := e.store.EnqueueDue(ctx, store.EnqueueParams{Limit: 1000, RedeliverAfter: time.Hour},
@@ -132,7 +132,7 @@ func (e *sqsEnv) retryAt(id uuid.UUID, at time.Time) {
 		e.t.Fatalf("ClaimTasks = %v, %v; want the task", claimed, err)
 	}
 	res, err := e.store.RecordOutcomes(ctx, []store.Outcome{{TaskID: id, LeaseToken: claimed[0].LeaseToken,
-		Kind: store.Retry, Error: "try later", RetryAt: at, RetryStatus: store.StatusEnqueued}})
+		Kind: store.Retry, Error: "try later", RetryIn: d, RetryStatus: store.StatusEnqueued}})
 	if err != nil || res[0].Err != nil || res[0].Status != store.StatusEnqueued {
 		e.t.Fatalf("RecordOutcomes = %+v, %v; want ENQUEUED", res, err)
 	}
@@ -148,7 +148,7 @@ func TestNotYetDueTaskMessagesAreHiddenUntilDue(t *testing.T) {
 
 	// Far off: a retry an hour away and a task scheduled for tomorrow.
 	retry := e.create(store.CreateParams{Kind: "noop"})[0]
-	e.retryAt(retry, time.Now().Add(time.Hour))
+	e.retryIn(retry, time.Hour)
 	tomorrow := e.create(store.CreateParams{Kind: "noop", ScheduledFor: time.Now().Add(24 * time.Hour)})[0]
 	e.sendBodies(url, retry.String(), tomorrow.String())
 	fetchUntil(t, src, "default", "two messages hidden", func([]runtime.Delivery) bool { return m.Stats().Deferred >= 2 })
@@ -161,7 +161,7 @@ func TestNotYetDueTaskMessagesAreHiddenUntilDue(t *testing.T) {
 
 	// Soon: the hidden message comes back when the task is due, and is claimed.
 	soon := e.create(store.CreateParams{Kind: "noop"})[0]
-	e.retryAt(soon, time.Now().Add(1500*time.Millisecond))
+	e.retryIn(soon, 1500*time.Millisecond)
 	e.sendBodies(url, soon.String())
 	d := fetchUntil(t, src, "default", "the retry to be claimed once due", func(d []runtime.Delivery) bool { return len(d) > 0 })
 	if len(d) != 1 || d[0].Task.ID != soon || d[0].Task.Status != store.StatusProcessing || d[0].Task.AttemptCount != 2 {

@@ -161,6 +161,9 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		default:
 			return nil, fmt.Errorf("record outcome %d: %w: unknown outcome kind %q", i, store.ErrInvalid, o.Kind)
 		}
+		if o.RetryIn < 0 {
+			return nil, fmt.Errorf("record outcome %d: %w: retry delay must not be negative, got %s", i, store.ErrInvalid, o.RetryIn)
+		}
 		if o.RetryStatus != "" && o.RetryStatus != store.StatusPending && o.RetryStatus != store.StatusEnqueued {
 			return nil, fmt.Errorf("record outcome %d: %w: retry status must be PENDING or ENQUEUED, got %q", i, store.ErrInvalid, o.RetryStatus)
 		}
@@ -227,10 +230,7 @@ func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
 			done := now
 			t.CompletedAt = &done
 		} else {
-			t.ScheduledFor = now
-			if !o.RetryAt.IsZero() {
-				t.ScheduledFor = dbTime(o.RetryAt)
-			}
+			t.ScheduledFor = dbTime(now.Add(o.RetryIn)) // the store's clock, as now() in SQL
 			if to == store.StatusEnqueued {
 				t.EnqueuedAt = nil // needs a new SQS message once due (enqueue.go)
 			}

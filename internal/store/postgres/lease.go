@@ -97,7 +97,7 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		tokens   = make([]uuid.UUID, 0, n)
 		kinds    = make([]string, 0, n)
 		errs     = make([]string, 0, n)
-		retryAts = make([]pgtype.Timestamptz, 0, n)
+		retryIns = make([]int64, 0, n) // microseconds
 		statuses = make([]string, 0, n)
 		// sent[k] is the index in outcomes of the k-th outcome sent.
 		sent = make([]int, 0, n)
@@ -110,6 +110,9 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		case store.Succeed, store.Retry, store.Release, store.Fail, store.Cancel:
 		default:
 			return nil, fmt.Errorf("record outcomes: %w: unknown outcome kind %q", store.ErrInvalid, o.Kind)
+		}
+		if o.RetryIn < 0 {
+			return nil, fmt.Errorf("record outcomes: %w: retry delay must not be negative, got %s", store.ErrInvalid, o.RetryIn)
 		}
 		retryStatus := o.RetryStatus
 		switch retryStatus {
@@ -131,7 +134,7 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		tokens = append(tokens, o.LeaseToken)
 		kinds = append(kinds, string(o.Kind))
 		errs = append(errs, store.TruncateError(o.Error))
-		retryAts = append(retryAts, pgtype.Timestamptz{Time: o.RetryAt, Valid: !o.RetryAt.IsZero()})
+		retryIns = append(retryIns, o.RetryIn.Microseconds())
 		statuses = append(statuses, string(retryStatus))
 		sent = append(sent, i)
 	}
@@ -139,7 +142,7 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		return results, nil
 	}
 
-	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryAts, statuses)
+	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryIns, statuses)
 	if err != nil {
 		return nil, translate("record outcomes", err)
 	}

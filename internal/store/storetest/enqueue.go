@@ -171,7 +171,6 @@ func testEnqueueOrder(t *testing.T, s store.Store) {
 	retry = claimID(t, s, retry, store.StatusEnqueued, 30*time.Second)
 	o := outcome(retry, store.Retry, "again")
 	o.RetryStatus = store.StatusEnqueued
-	o.RetryAt = now.Add(-3 * time.Second)
 	recordOK(t, s, o, store.StatusEnqueued)
 
 	res := create(t, s,
@@ -307,7 +306,7 @@ func testEnqueueRetried(t *testing.T, s store.Store) {
 	running = claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
 	o = outcome(running, store.Retry, "later")
 	o.RetryStatus = store.StatusEnqueued
-	o.RetryAt = time.Now().Add(time.Hour)
+	o.RetryIn = time.Hour
 	recordOK(t, s, o, store.StatusEnqueued)
 	p := enqueueParams("retry")
 	p.RedeliverAfter = time.Nanosecond
