@@ -84,9 +84,9 @@ type Task struct {
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
 
-	// ReadAt is the store's clock (PostgreSQL's now()) when GetTask read the row; zero
-	// from every other call. Whether the task is due yet is ScheduledFor against ReadAt,
-	// never against a process clock (DESIGN.md section 9).
+	// ReadAt is the store's clock (PostgreSQL's now()) when the row was read, set by
+	// GetTask (other calls may leave it zero). Whether the task is due yet is
+	// ScheduledFor against ReadAt, never against a process clock (DESIGN.md section 9).
 	ReadAt time.Time
 }
 

@@ -82,7 +82,7 @@ func (s *Store) Heartbeat(ctx context.Context, params store.HeartbeatParams) (*s
 		return nil, translate("heartbeat", err)
 	}
 	// Nothing extended: either there is no such task or the token is not current.
-	if _, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, params.TaskID)); err != nil {
+	if _, err := s.getTask(ctx, params.TaskID); err != nil {
 		return nil, translate("heartbeat", err)
 	}
 	return nil, fmt.Errorf("heartbeat: task %s: %w", params.TaskID, store.ErrLeaseLost)

@@ -124,10 +124,20 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 
 // GetTask returns one task, ErrNotFound when there is none.
 func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
+	t, err := s.getTask(ctx, id)
+	if err != nil {
+		return nil, translate("get task", err)
+	}
+	return t, nil
+}
+
+// getTask reads one task with the database's clock at the read (Task.ReadAt); errors
+// untranslated.
+func (s *Store) getTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
 	var readAt time.Time
 	t, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id), &readAt)
 	if err != nil {
-		return nil, translate("get task", err)
+		return nil, err
 	}
 	t.ReadAt = readAt.UTC()
 	return t, nil
@@ -179,7 +189,7 @@ func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 			return nil, translate("cancel task", err)
 		}
 		// Nothing to cancel: say why.
-		cur, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id))
+		cur, err := s.getTask(ctx, id)
 		if err != nil {
 			return nil, translate("cancel task", err)
 		}
@@ -205,7 +215,7 @@ func (s *Store) ReplayTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 			return nil, translate("replay task", err)
 		}
 		// Nothing to replay: say why.
-		cur, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id))
+		cur, err := s.getTask(ctx, id)
 		if err != nil {
 			return nil, translate("replay task", err)
 		}
