@@ -166,8 +166,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) error {
 
 // fail records a failed attempt: retryable (the default) goes back to the queue after
 // retry_after_seconds or the server's backoff, or DEAD when no attempts remain; not
-// retryable is FAILED. The delay goes to the store as a duration, added to the
-// database's now(), not to this server's clock. When a cancel was requested the store records CANCELED instead.
+// retryable is FAILED. When a cancel was requested the store records CANCELED instead.
+// The delay goes to the store as a duration, added to the database's now(), not to this
+// server's clock.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request) error {
 	id, err := parseID(r)
 	if err != nil {
