@@ -16,6 +16,7 @@ import (
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/sqsmode"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/poll"
 )
 
 func TestSQSModeRunsEveryTaskOnce(t *testing.T) {
@@ -395,4 +396,50 @@ func TestShutdownOnLastAttemptReleasesTheTask(t *testing.T) {
 	e.waitAll([]uuid.UUID{id}, store.StatusSucceeded)
 	e.checkSucceededOnce([]uuid.UUID{id})
 	e.waitEmpty(e.url("rota"))
+}
+
+// TestNotYetDueHidingFollowsTheDatabaseClock (issue #12 item 4): whether a received
+// task is due yet is the database's call. The store here shows the rows of a database
+// whose clock runs 10 minutes ahead of this process (its times and its clock at the
+// read, Task.ReadAt, shifted alike): a retry due in 1.5 s is hidden for about 1.5 s and
+// then claimed. Judged by this process's clock it looked 10 minutes away, and its
+// message was hidden that long.
+func TestNotYetDueHidingFollowsTheDatabaseClock(t *testing.T) {
+	t.Parallel()
+	e := newSQSEnv(t)
+	m := sqsmode.NewMetrics(nil)
+	src := e.source(e.queues(true), "worker-a", m, func(cfg *sqsmode.SourceConfig) {
+		cfg.Store = clockAhead{Store: e.store, by: 10 * time.Minute}
+	})
+	soon := e.create(store.CreateParams{Kind: "noop"})[0]
+	e.retryIn(soon, 1500*time.Millisecond)
+	e.sendBodies(e.url("rota"), soon.String())
+	var got []runtime.Delivery
+	poll.Until(t, "the retry to be claimed once due", 20*time.Second, 20*time.Millisecond, func() bool {
+		d, err := src.Fetch(context.Background(), store.DefaultQueue, 10)
+		if err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		got = append(got, d...)
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0].Task.ID != soon || m.Stats().Deferred != 1 {
+		t.Fatalf("delivered %+v after %d deferrals, want the retry after 1", got, m.Stats().Deferred)
+	}
+}
+
+// clockAhead is a store whose database clock runs ahead of this process by `by`: GetTask
+// shows a task's due time and the clock at the read shifted alike.
+type clockAhead struct {
+	store.Store
+	by time.Duration
+}
+
+func (c clockAhead) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
+	t, err := c.Store.GetTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	t.ScheduledFor, t.ReadAt = t.ScheduledFor.Add(c.by), t.ReadAt.Add(c.by)
+	return t, nil
 }
