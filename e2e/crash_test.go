@@ -14,6 +14,7 @@ import (
 
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/history"
 )
 
 // collector is the loopback HTTP service the `http` tasks call; it counts the calls per
@@ -108,7 +109,7 @@ func TestCrashKill9(t *testing.T) {
 	}
 
 	// Exactly one successful attempt per task, and a consistent history of attempts.
-	assertHistories(t, pool, want)
+	history.AssertAll(t, pool, want)
 	var reaped int
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rota.task_attempts WHERE outcome = 'LEASE_EXPIRED'`).Scan(&reaped); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/history"
 	"github.com/rotaqueue/rota/internal/testutil/sqstest"
 )
 
@@ -159,7 +160,7 @@ func (r *sqsRig) waitStatuses(timeout time.Duration, want map[string]int) {
 	})
 }
 
-// taskTally is what tests check beyond assertHistories: how many attempts a task took
+// taskTally is what tests check beyond history.AssertAll: how many attempts a task took
 // and how many of them a reaper closed.
 type taskTally struct {
 	attemptCount int
@@ -192,15 +193,15 @@ func (r *sqsRig) tallies() map[uuid.UUID]taskTally {
 }
 
 // assertFinal checks the promises from the database once every task has finished
-// (assertHistories: each task in want ended in its status, with one consistent attempt
-// history) and returns the tallies for test-specific checks.
+// (history.AssertAll: each task in want ended in its status, with one consistent
+// attempt history, and no other task exists) and returns the tallies for test-specific checks.
 func (r *sqsRig) assertFinal(want map[uuid.UUID]string) map[uuid.UUID]taskTally {
 	r.t.Helper()
 	statuses := make(map[uuid.UUID]store.Status, len(want))
 	for id, s := range want {
 		statuses[id] = store.Status(s)
 	}
-	assertHistories(r.t, r.pool, statuses)
+	history.AssertAll(r.t, r.pool, statuses)
 	return r.tallies()
 }
 
@@ -213,13 +214,6 @@ func allWant(status store.Status, ids ...[]uuid.UUID) map[uuid.UUID]string {
 		}
 	}
 	return out
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // isMissingQueue reports whether err says the SQS queue does not exist.

@@ -1,4 +1,4 @@
-package e2e
+package history
 
 import (
 	"context"
@@ -10,16 +10,17 @@ import (
 
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 )
 
 // TestHistoryCheckCatchesCorruption (issue #12 item 13): the check the crash and chaos
-// tests end with passes on the histories Rota writes (retries, a replay, a release, a
+// tests end with (Problems) passes on the histories Rota writes (retries, a replay, a release, a
 // cancel) and fails on each kind of corruption, written by hand past the triggers. The
 // check it replaces, attempt_count > max_attempts, could never fail: a CHECK constraint
 // refuses such a row, as the first step shows.
 func TestHistoryCheckCatchesCorruption(t *testing.T) {
 	ctx := context.Background()
-	_, pool := newDB(t)
+	pool := pgtest.NewPool(t)
 	st := postgres.New(pool)
 	defer st.Close()
 	b := &historyBuilder{t: t, st: st}
@@ -82,7 +83,7 @@ func TestHistoryCheckCatchesCorruption(t *testing.T) {
 	for id, s := range controls {
 		want[id] = s
 	}
-	if problems, err := historyProblems(ctx, pool, want); err != nil || len(problems) != 0 {
+	if problems, err := Problems(ctx, pool, want, true); err != nil || len(problems) != 0 {
 		t.Fatalf("histories as Rota wrote them: problems %v, err %v; want none", problems, err)
 	}
 
@@ -104,7 +105,7 @@ func TestHistoryCheckCatchesCorruption(t *testing.T) {
 		}
 	}
 	stranger := b.succeededAfterRetry() // a task nobody expects
-	problems, err := historyProblems(ctx, pool, want)
+	problems, err := Problems(ctx, pool, want, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,10 @@
-package e2e
+// Package history checks, from the database alone, that every task of a crash or chaos
+// test ended as the test expects with one consistent story in its attempt rows. A CHECK
+// constraint already keeps attempt_count within max_attempts, so comparing those two
+// columns proves nothing; the attempt rows are what a double run, a lost outcome or a
+// double write would disturb. The e2e crash and SQS chaos tests and the sqsmode tests
+// end with it.
+package history
 
 import (
 	"context"
@@ -11,12 +17,6 @@ import (
 
 	"github.com/rotaqueue/rota/internal/store"
 )
-
-// The promises a crash or chaos test checks once every task has finished, read from the
-// database alone: each task ended in the status the test expects, and its attempt rows
-// tell one consistent story. A CHECK constraint already keeps attempt_count within
-// max_attempts, so comparing those two columns proves nothing; the attempt rows are what
-// a double run, a lost outcome or a double write would disturb.
 
 // taskHistory is one task's row and its rota.task_attempts rows in the order written.
 type taskHistory struct {
@@ -168,10 +168,10 @@ func endedAs(status store.Status, last store.AttemptOutcome) bool {
 	return true // not final: reported above
 }
 
-// historyProblems checks every task of the database against want (task id -> the status
-// it should have ended in) and returns the problems by task; a task missing from the
-// database or not in want is a problem too.
-func historyProblems(ctx context.Context, pool *pgxpool.Pool, want map[uuid.UUID]store.Status) (map[uuid.UUID][]string, error) {
+// Problems checks the tasks of want (task id -> the status it should have ended in)
+// and returns the problems by task; a task of want missing from the database is one.
+// With all, a task of the database not in want is one too (nothing was created twice).
+func Problems(ctx context.Context, pool *pgxpool.Pool, want map[uuid.UUID]store.Status, all bool) (map[uuid.UUID][]string, error) {
 	histories, err := loadHistories(ctx, pool)
 	if err != nil {
 		return nil, fmt.Errorf("load attempt histories: %w", err)
@@ -187,19 +187,32 @@ func historyProblems(ctx context.Context, pool *pgxpool.Pool, want map[uuid.UUID
 			out[id] = p
 		}
 	}
-	for id := range histories {
-		if _, ok := want[id]; !ok {
-			out[id] = []string{"a task the test did not create"}
+	if all {
+		for id := range histories {
+			if _, ok := want[id]; !ok {
+				out[id] = []string{"a task the test did not create"}
+			}
 		}
 	}
 	return out, nil
 }
 
-// assertHistories fails t for every task whose attempt history is not consistent with
-// ending in the status want gives it (see taskHistory.problems).
-func assertHistories(t *testing.T, pool *pgxpool.Pool, want map[uuid.UUID]store.Status) {
+// Assert fails t for every task of want whose attempt history is not consistent with
+// ending in the status want gives it (see Problems).
+func Assert(t testing.TB, pool *pgxpool.Pool, want map[uuid.UUID]store.Status) {
 	t.Helper()
-	problems, err := historyProblems(context.Background(), pool, want)
+	report(t, pool, want, false)
+}
+
+// AssertAll is Assert, and fails t for every task of the database that want lacks.
+func AssertAll(t testing.TB, pool *pgxpool.Pool, want map[uuid.UUID]store.Status) {
+	t.Helper()
+	report(t, pool, want, true)
+}
+
+func report(t testing.TB, pool *pgxpool.Pool, want map[uuid.UUID]store.Status, all bool) {
+	t.Helper()
+	problems, err := Problems(context.Background(), pool, want, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,8 +226,8 @@ func assertHistories(t *testing.T, pool *pgxpool.Pool, want map[uuid.UUID]store.
 	}
 }
 
-// allStatus maps every id to one status.
-func allStatus(status store.Status, ids ...[]uuid.UUID) map[uuid.UUID]store.Status {
+// All maps every id to one status.
+func All(status store.Status, ids ...[]uuid.UUID) map[uuid.UUID]store.Status {
 	out := map[uuid.UUID]store.Status{}
 	for _, list := range ids {
 		for _, id := range list {
@@ -222,4 +235,11 @@ func allStatus(status store.Status, ids ...[]uuid.UUID) map[uuid.UUID]store.Stat
 		}
 	}
 	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
