@@ -22,7 +22,6 @@ type Client struct {
 	store store.Store
 	// txCreator is the store's transactional create, nil when it has none.
 	txCreator txCreator
-	now       func() time.Time
 }
 
 // txCreator is what a store that can write inside a caller's transaction provides.
@@ -45,7 +44,7 @@ func NewMemoryClient() *Client {
 }
 
 func newClient(s store.Store) *Client {
-	c := &Client{store: s, now: time.Now}
+	c := &Client{store: s}
 	if tc, ok := s.(txCreator); ok {
 		c.txCreator = tc
 	}
@@ -70,8 +69,9 @@ type EnqueueParams struct {
 	// or []byte is used as-is and must be valid JSON; anything else is encoded with
 	// json.Marshal. nil (or empty bytes) means {}. At most MaxPayloadBytes.
 	Payload any
-	// Delay makes the task due this long after Enqueue is called (measured by this
-	// process's clock). Must not be negative; set at most one of Delay and ScheduledFor.
+	// Delay makes the task due this long after the store writes it, by the store's clock
+	// (PostgreSQL's now()), so a process whose clock is off still delays by exactly this
+	// much. Must not be negative; set at most one of Delay and ScheduledFor.
 	Delay time.Duration
 	// ScheduledFor makes the task due at this time. Zero (and no Delay) means now; a
 	// time in the past means now too.
@@ -205,6 +205,8 @@ func (c *Client) createParams(p EnqueueParams) (store.CreateParams, error) {
 		Queue:          p.Queue,
 		Kind:           p.Kind,
 		Priority:       p.Priority,
+		ScheduledFor:   p.ScheduledFor,
+		Delay:          p.Delay,
 		MaxAttempts:    p.MaxAttempts,
 		IdempotencyKey: p.IdempotencyKey,
 	}
@@ -213,10 +215,6 @@ func (c *Client) createParams(p EnqueueParams) (store.CreateParams, error) {
 		return cp, fmt.Errorf("%w: delay must not be negative, got %s", ErrInvalid, p.Delay)
 	case p.Delay > 0 && !p.ScheduledFor.IsZero():
 		return cp, fmt.Errorf("%w: set delay or scheduled_for, not both", ErrInvalid)
-	case p.Delay > 0:
-		cp.ScheduledFor = c.now().Add(p.Delay)
-	default:
-		cp.ScheduledFor = p.ScheduledFor
 	}
 	if p.Timeout < 0 || p.Timeout%time.Second != 0 {
 		return cp, fmt.Errorf("%w: timeout must be a whole number of seconds, not negative, got %s", ErrInvalid, p.Timeout)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/history"
 	"github.com/rotaqueue/rota/internal/testutil/sqstest"
 )
 
@@ -159,25 +160,17 @@ func (r *sqsRig) waitStatuses(timeout time.Duration, want map[string]int) {
 	})
 }
 
-// taskTally is one task's final state and its attempt history, from the database.
+// taskTally is what tests check beyond history.AssertAll: how many attempts a task took
+// and how many of them a reaper closed.
 type taskTally struct {
-	status       string
 	attemptCount int
-	maxAttempts  int
-	attemptRows  int // rows in rota.task_attempts, REPLAYED events aside
-	successes    int // of them SUCCEEDED
-	open         int // of them not yet closed
-	leaseExpired int // of them closed by a reaper
+	leaseExpired int // attempts closed by a reaper
 }
 
 func (r *sqsRig) tallies() map[uuid.UUID]taskTally {
 	r.t.Helper()
 	rows, err := r.pool.Query(context.Background(), `
-		SELECT t.id, t.status, t.attempt_count, t.max_attempts,
-		       count(a.id) FILTER (WHERE a.outcome IS DISTINCT FROM 'REPLAYED'),
-		       count(a.id) FILTER (WHERE a.outcome = 'SUCCEEDED'),
-		       count(a.id) FILTER (WHERE a.id IS NOT NULL AND a.finished_at IS NULL),
-		       count(a.id) FILTER (WHERE a.outcome = 'LEASE_EXPIRED')
+		SELECT t.id, t.attempt_count, count(a.id) FILTER (WHERE a.outcome = 'LEASE_EXPIRED')
 		FROM rota.tasks t LEFT JOIN rota.task_attempts a ON a.task_id = t.id
 		GROUP BY t.id`)
 	if err != nil {
@@ -188,7 +181,7 @@ func (r *sqsRig) tallies() map[uuid.UUID]taskTally {
 	for rows.Next() {
 		var id uuid.UUID
 		var k taskTally
-		if err := rows.Scan(&id, &k.status, &k.attemptCount, &k.maxAttempts, &k.attemptRows, &k.successes, &k.open, &k.leaseExpired); err != nil {
+		if err := rows.Scan(&id, &k.attemptCount, &k.leaseExpired); err != nil {
 			r.t.Fatal(err)
 		}
 		out[id] = k
@@ -199,52 +192,17 @@ func (r *sqsRig) tallies() map[uuid.UUID]taskTally {
 	return out
 }
 
-// assertFinal checks the promises from the database once every task has finished:
-// each task in want ended in its status, a SUCCEEDED task has exactly one successful
-// attempt and any other none, attempt_count never exceeds max_attempts and counts
-// exactly the attempts recorded, and no attempt is left open. It returns the tallies
-// for test-specific checks.
+// assertFinal checks the promises from the database once every task has finished
+// (history.AssertAll: each task in want ended in its status, with one consistent
+// attempt history, and no other task exists) and returns the tallies for test-specific checks.
 func (r *sqsRig) assertFinal(want map[uuid.UUID]string) map[uuid.UUID]taskTally {
 	r.t.Helper()
-	got := r.tallies()
-	if len(got) != len(want) {
-		r.t.Errorf("the database holds %d tasks, want %d", len(got), len(want))
+	statuses := make(map[uuid.UUID]store.Status, len(want))
+	for id, s := range want {
+		statuses[id] = store.Status(s)
 	}
-	bad := 0
-	for id, status := range want {
-		k, ok := got[id]
-		var problems []string
-		switch {
-		case !ok:
-			problems = append(problems, "missing")
-		default:
-			if k.status != status {
-				problems = append(problems, fmt.Sprintf("status %s, want %s", k.status, status))
-			}
-			if wantSucc := boolInt(status == string(store.StatusSucceeded)); k.successes != wantSucc {
-				problems = append(problems, fmt.Sprintf("%d successful attempts, want %d", k.successes, wantSucc))
-			}
-			if k.attemptCount > k.maxAttempts {
-				problems = append(problems, fmt.Sprintf("attempt_count %d > max_attempts %d", k.attemptCount, k.maxAttempts))
-			}
-			if k.attemptRows != k.attemptCount {
-				problems = append(problems, fmt.Sprintf("%d attempt rows for attempt_count %d", k.attemptRows, k.attemptCount))
-			}
-			if k.open != 0 {
-				problems = append(problems, fmt.Sprintf("%d attempts still open", k.open))
-			}
-		}
-		if len(problems) > 0 {
-			bad++
-			if bad <= 10 {
-				r.t.Errorf("task %s: %s", id, strings.Join(problems, "; "))
-			}
-		}
-	}
-	if bad > 10 {
-		r.t.Errorf("... and %d more tasks with problems", bad-10)
-	}
-	return got
+	history.AssertAll(r.t, r.pool, statuses)
+	return r.tallies()
 }
 
 // allWant maps every id to one status.
@@ -256,13 +214,6 @@ func allWant(status store.Status, ids ...[]uuid.UUID) map[uuid.UUID]string {
 		}
 	}
 	return out
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // isMissingQueue reports whether err says the SQS queue does not exist.

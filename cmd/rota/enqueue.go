@@ -91,8 +91,8 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *delay < 0:
 		return usagef("--delay %s: must not be negative", *delay)
 	case *delay > 0:
-		// The server counts the delay from its own clock, so client clock skew does not
-		// matter; it takes whole seconds.
+		// The database counts the delay from its own clock (DESIGN.md section 9), so
+		// neither this machine's clock nor the server's matters; whole seconds.
 		req.DelaySeconds = int((*delay + time.Second - 1) / time.Second)
 	case set["at"]:
 		t, err := parseAt(*at)

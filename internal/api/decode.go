@@ -206,24 +206,25 @@ type createBatchRequest struct {
 	Tasks []createTaskRequest `json:"tasks"`
 }
 
-// maxDelaySeconds keeps now + delay_seconds far from time.Duration's overflow; nobody
+// maxDelaySeconds keeps delay_seconds far from time.Duration's overflow; nobody
 // schedules a task a century ahead by delay (scheduled_for can).
 const maxDelaySeconds = 100 * 365 * 24 * 3600
 
 // decodeCreateTask turns the body of POST /api/tasks into normalized CreateParams: what
-// it accepts, the store accepts (FuzzCreateTask holds it to that). now is the clock for
-// delay_seconds.
-func decodeCreateTask(body []byte, now time.Time) (store.CreateParams, error) {
+// it accepts, the store accepts (FuzzCreateTask holds it to that). delay_seconds becomes
+// CreateParams.Delay, which the store adds to the database's now(): the server's clock
+// never decides when a task runs (DESIGN.md section 9).
+func decodeCreateTask(body []byte) (store.CreateParams, error) {
 	var req createTaskRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return store.CreateParams{}, err
 	}
-	return req.params(now)
+	return req.params()
 }
 
 // decodeCreateBatch is decodeCreateTask for POST /api/tasks/batch; an error names the
 // entry at fault.
-func decodeCreateBatch(body []byte, now time.Time) ([]store.CreateParams, error) {
+func decodeCreateBatch(body []byte) ([]store.CreateParams, error) {
 	var req createBatchRequest
 	if err := decodeStrict(body, &req); err != nil {
 		return nil, err
@@ -238,7 +239,7 @@ func decodeCreateBatch(body []byte, now time.Time) ([]store.CreateParams, error)
 	}
 	params := make([]store.CreateParams, len(req.Tasks))
 	for i, t := range req.Tasks {
-		p, err := t.params(now)
+		p, err := t.params()
 		if err != nil {
 			return nil, prefixError(fmt.Sprintf("tasks[%d]: ", i), err)
 		}
@@ -250,7 +251,7 @@ func decodeCreateBatch(body []byte, now time.Time) ([]store.CreateParams, error)
 // params checks the fields that belong to the HTTP shape (delay_seconds, scheduled_for,
 // an explicit max_attempts, what PostgreSQL cannot store) and then every store rule
 // (Normalize), so that a bad entry fails before anything reaches the store.
-func (req *createTaskRequest) params(now time.Time) (store.CreateParams, error) {
+func (req *createTaskRequest) params() (store.CreateParams, error) {
 	p := store.CreateParams{
 		Queue:          req.Queue,
 		Kind:           req.Kind,
@@ -278,7 +279,7 @@ func (req *createTaskRequest) params(now time.Time) (store.CreateParams, error) 
 		if d < 0 || d > maxDelaySeconds || math.IsNaN(d) {
 			return p, invalidRequest(fmt.Sprintf("delay_seconds must be between 0 and %d, got %v", maxDelaySeconds, d))
 		}
-		p.ScheduledFor = now.Add(time.Duration(d * float64(time.Second))).UTC()
+		p.Delay = time.Duration(d * float64(time.Second))
 	}
 	if strings.ContainsRune(req.IdempotencyKey, 0) {
 		return p, invalidRequest("idempotency_key must not contain NUL characters")

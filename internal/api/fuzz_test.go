@@ -48,9 +48,8 @@ func FuzzCreateTask(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		p, err := decodeCreateTask(body, now)
+		p, err := decodeCreateTask(body)
 		if err != nil {
 			var ae *apiError
 			switch {
@@ -127,7 +126,7 @@ func FuzzRescheduleTime(f *testing.F) {
 func TestDecodeAnswersMatchHandler(t *testing.T) {
 	c := newClient(t, Config{Store: memoryStore(t)})
 	for _, body := range []string{`{"kind":"noop"}`, `{"kind":"noop","max_attempts":0}`, `{"kind":"noop"`, `{"kind":"noop","payload":"\u0000"}`} {
-		_, err := decodeCreateTask([]byte(body), time.Now())
+		_, err := decodeCreateTask([]byte(body))
 		res := c.do("POST", "/api/tasks", body)
 		if (err == nil) != (res.status == http.StatusCreated) {
 			t.Fatalf("%s: decode error %v, handler status %d", body, err, res.status)

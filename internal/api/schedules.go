@@ -190,7 +190,7 @@ func decodeUpdateSchedule(body []byte) (store.ScheduleUpdate, error) {
 // template checks the template with the rules of POST /api/tasks and fills its defaults.
 func (req *scheduleTaskRequest) template() (store.TaskTemplate, error) {
 	create := createTaskRequest{Kind: req.Kind, Queue: req.Queue, Payload: req.Payload, MaxAttempts: req.MaxAttempts}
-	p, err := create.params(time.Time{})
+	p, err := create.params()
 	if err != nil {
 		return store.TaskTemplate{}, prefixError("task: ", err)
 	}

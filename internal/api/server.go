@@ -83,7 +83,10 @@ type Config struct {
 	// Default: DefaultMaxLongPolls.
 	MaxLongPolls int
 
-	// Now is the clock for delay_seconds and retry_after_seconds. Default: time.Now.
+	// Now is the server's clock, for its own timers (a long poll's deadline). It never
+	// decides when a task runs: delay_seconds and retry_after_seconds go to the store as
+	// durations, added to the database's now() (DESIGN.md section 9); tests skew it to
+	// hold the API to that. Default: time.Now.
 	Now func() time.Time
 }
 

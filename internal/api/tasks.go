@@ -19,7 +19,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := decodeCreateTask(body, s.cfg.Now())
+	p, err := decodeCreateTask(body)
 	if err != nil {
 		return err
 	}
@@ -46,7 +46,7 @@ func (s *Server) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	params, err := decodeCreateBatch(body, s.cfg.Now())
+	params, err := decodeCreateBatch(body)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,7 @@ func (s *Server) claimOrWait(r *http.Request, p store.ClaimParams, wait time.Dur
 	if wait <= 0 {
 		return s.claimWaiting(ctx, p)
 	}
-	deadline := time.Now().Add(wait)
+	deadline := s.cfg.Now().Add(wait)
 	wake, unsubscribe := s.waker.subscribe(p.Queue)
 	defer unsubscribe()
 
@@ -97,7 +97,7 @@ func (s *Server) claimOrWait(r *http.Request, p store.ClaimParams, wait time.Dur
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		remaining := time.Until(deadline)
+		remaining := deadline.Sub(s.cfg.Now())
 		if remaining <= 0 {
 			return tasks, nil
 		}
@@ -168,6 +168,8 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) error {
 // fail records a failed attempt: retryable (the default) goes back to the queue after
 // retry_after_seconds or the server's backoff, or DEAD when no attempts remain; not
 // retryable is FAILED. When a cancel was requested the store records CANCELED instead.
+// The delay goes to the store as a duration, added to the database's now(), not to this
+// server's clock.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request) error {
 	id, err := parseID(r)
 	if err != nil {
@@ -198,7 +200,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request) error {
 		if d < 0 || d > maxDelaySeconds {
 			return invalidRequest(fmt.Sprintf("retry_after_seconds must be between 0 and %d, got %v", maxDelaySeconds, d))
 		}
-		o.RetryAt = s.cfg.Now().Add(time.Duration(d * float64(time.Second)))
+		o.RetryIn = time.Duration(d * float64(time.Second))
 		return s.recordOutcome(w, r, o)
 	}
 	// The backoff grows with the attempt count, which only the task row knows. Reading it
@@ -208,7 +210,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	o.RetryAt = s.cfg.Now().Add(store.Backoff(t.AttemptCount, s.cfg.BackoffBase, s.cfg.BackoffMax, rand.Float64))
+	o.RetryIn = store.Backoff(t.AttemptCount, s.cfg.BackoffBase, s.cfg.BackoffMax, rand.Float64)
 	return s.recordOutcome(w, r, o)
 }
 

@@ -227,7 +227,7 @@ func (c *committer) count(attrs []any, o store.Outcome, status store.Status) {
 		log.Debug("task succeeded", attrs...)
 	case store.StatusPending, store.StatusEnqueued:
 		k.retried.Add(1)
-		log.Info("task will be retried", append(attrs, "retry_at", o.RetryAt, "error", o.Error)...)
+		log.Info("task will be retried", append(attrs, "retry_in", o.RetryIn, "error", o.Error)...)
 	case store.StatusDead:
 		k.dead.Add(1)
 		log.Warn("task is dead: attempts exhausted", append(attrs, "error", o.Error)...)

@@ -97,6 +97,11 @@ type Config struct {
 	// Logger receives the worker's logs, with keys worker_id, task_id, queue, kind and
 	// attempt. Default: slog.Default().
 	Logger *slog.Logger
+
+	// Now is this worker's clock; tests set it to a skewed one. It times the worker's own
+	// loops (heartbeats), never when a task runs: a retry or snooze is a duration the
+	// store adds to the database's now() (DESIGN.md section 9). Default: time.Now.
+	Now func() time.Time
 }
 
 // Defaults, for documentation and for callers that build their own Config.
@@ -147,6 +152,9 @@ func (cfg Config) withDefaults() Config {
 		cfg.Observer = NopObserver{}
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return cfg
 }
 

@@ -26,7 +26,7 @@ type executor struct {
 // start registers a claimed task for heartbeats and runs it. The caller holds a slot for it.
 func (x *executor) start(d Delivery) {
 	ctx, cancel := context.WithCancelCause(x.base)
-	lastBeat := leaseStart(d.Task, time.Now(), x.w.cfg.LeaseDuration)
+	lastBeat := leaseStart(d.Task, x.w.cfg.Now(), x.w.cfg.LeaseDuration)
 	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel, lastBeat: lastBeat}
 	x.w.counters.claimed.Add(1)
 	x.w.cfg.Observer.TaskClaimed(d.Task)
@@ -124,8 +124,10 @@ func (x *executor) outcome(ctx context.Context, e *inflight, opts kindOptions, e
 		o.Kind = store.Fail
 	default:
 		o.Kind = store.Retry
+		// Due times are durations: the store adds them to the database's now(), so a
+		// worker whose clock is off still waits exactly as long (DESIGN.md section 9).
 		if d, ok := retryAfterDelay(err); ok {
-			o.RetryAt = time.Now().Add(d)
+			o.RetryIn = d
 		} else if context.Cause(ctx) == errShutdown {
 			// Not the task's fault: the attempt does not count (a task on its last attempt
 			// must not go DEAD in a deploy), and it is due again at once, for another worker.
@@ -136,7 +138,7 @@ func (x *executor) outcome(ctx context.Context, e *inflight, opts kindOptions, e
 		} else {
 			base := cmp.Or(opts.backoffBase, cfg.BackoffBase)
 			ceiling := cmp.Or(opts.backoffMax, max(cfg.BackoffMax, base))
-			o.RetryAt = time.Now().Add(store.Backoff(e.task.AttemptCount, base, ceiling, rand.Float64))
+			o.RetryIn = store.Backoff(e.task.AttemptCount, base, ceiling, rand.Float64)
 		}
 	}
 	return o

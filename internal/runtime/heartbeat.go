@@ -39,7 +39,7 @@ func (h *heartbeater) run(ctx context.Context) {
 // come 1.5 intervals after the claim, which is why Config.validate allows an interval of
 // at most half the lease.
 func (h *heartbeater) beatAll(ctx context.Context) {
-	now := time.Now()
+	now := h.w.cfg.Now()
 	due := h.w.cfg.HeartbeatInterval / 2
 	sem := make(chan struct{}, heartbeatParallelism)
 	var wg sync.WaitGroup
@@ -66,7 +66,7 @@ func (h *heartbeater) beat(ctx context.Context, e *inflight) {
 	w := h.w
 	cctx, cancel := context.WithTimeout(ctx, w.cfg.HeartbeatInterval)
 	defer cancel()
-	start := time.Now()
+	start := w.cfg.Now()
 	task, err := w.cfg.Store.Heartbeat(cctx, store.HeartbeatParams{
 		TaskID:        e.task.ID,
 		LeaseToken:    e.task.LeaseToken,

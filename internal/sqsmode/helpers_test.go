@@ -10,12 +10,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/handlers"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/sqsmode"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/history"
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 	"github.com/rotaqueue/rota/internal/testutil/poll"
 	"github.com/rotaqueue/rota/internal/testutil/sqstest"
@@ -29,6 +31,7 @@ const waitTimeout = 90 * time.Second
 // sqsEnv is one test's PostgreSQL database and fauxqs server.
 type sqsEnv struct {
 	t      *testing.T
+	pool   *pgxpool.Pool
 	store  *postgres.Store
 	srv    *sqstest.Server
 	client *sqs.Client
@@ -39,9 +42,9 @@ type sqsEnv struct {
 
 func newSQSEnv(t *testing.T) *sqsEnv {
 	t.Helper()
-	st := postgres.New(pgtest.NewPool(t))
+	pool := pgtest.NewPool(t)
 	srv := sqstest.Start(t)
-	return &sqsEnv{t: t, store: st, srv: srv, client: srv.Client(t)}
+	return &sqsEnv{t: t, pool: pool, store: postgres.New(pool), srv: srv, client: srv.Client(t)}
 }
 
 // queues returns resolved Queues for rotaQueues ("default" when none), with the SQS
@@ -235,28 +238,10 @@ func (e *sqsEnv) waitAll(ids []uuid.UUID, statuses ...store.Status) {
 }
 
 // checkSucceededOnce fails the test unless each task is SUCCEEDED with exactly one
-// SUCCEEDED attempt.
+// SUCCEEDED attempt and a consistent attempt history (history.Assert).
 func (e *sqsEnv) checkSucceededOnce(ids []uuid.UUID) {
 	e.t.Helper()
-	for _, id := range ids {
-		if s := e.get(id).Status; s != store.StatusSucceeded {
-			e.t.Errorf("task %s is %s, want SUCCEEDED", id, s)
-			continue
-		}
-		attempts, err := e.store.ListAttempts(context.Background(), id)
-		if err != nil {
-			e.t.Fatalf("ListAttempts: %v", err)
-		}
-		succeeded := 0
-		for _, a := range attempts {
-			if a.Outcome == store.OutcomeSucceeded {
-				succeeded++
-			}
-		}
-		if succeeded != 1 {
-			e.t.Errorf("task %s has %d SUCCEEDED attempts, want 1 (attempts: %+v)", id, succeeded, attempts)
-		}
-	}
+	history.Assert(e.t, e.pool, history.All(store.StatusSucceeded, ids))
 }
 
 // sendIDs sends raw message bodies to the SQS queue at url, as a misbehaving producer or

@@ -203,7 +203,11 @@ func (s *Source) judgeUnclaimed(ctx context.Context, rq string, id uuid.UUID, m 
 	task, err := s.cfg.Store.GetTask(cctx, id)
 	cancel()
 	receives, _ := strconv.Atoi(m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
-	v := judge(task, err, rq, time.Now(), receives, s.cfg.RetryDelay)
+	var storeNow time.Time // the store's clock: whether the task is due is not this process's call
+	if task != nil {
+		storeNow = task.ReadAt
+	}
+	v := judge(task, err, rq, storeNow, receives, s.cfg.RetryDelay)
 	attrs := []any{"queue", rq, "task_id", id, "why", v.why}
 	switch v.action {
 	case actionDelete:

@@ -16,6 +16,7 @@ import (
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/sqsmode"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/poll"
 )
 
 func TestSQSModeRunsEveryTaskOnce(t *testing.T) {
@@ -121,8 +122,8 @@ func TestPoisonUnknownAndMisroutedMessagesAreDeleted(t *testing.T) {
 	}
 }
 
-// retryAt makes task id PENDING, due at at, as a retry leaves it: sent, claimed, failed.
-func (e *sqsEnv) retryAt(id uuid.UUID, at time.Time) {
+// retryIn makes task id PENDING, due in d, as a retry leaves it: sent, claimed, failed.
+func (e *sqsEnv) retryIn(id uuid.UUID, d time.Duration) {
 	e.t.Helper()
 	ctx := context.Background()
 	if _, err := e.store.EnqueueDue(ctx, store.EnqueueParams{Limit: 1000, RedeliverAfter: time.Hour},
@@ -135,7 +136,7 @@ func (e *sqsEnv) retryAt(id uuid.UUID, at time.Time) {
 		e.t.Fatalf("ClaimTasks = %v, %v; want the task", claimed, err)
 	}
 	res, err := e.store.RecordOutcomes(ctx, []store.Outcome{{TaskID: id, LeaseToken: claimed[0].LeaseToken,
-		Kind: store.Retry, Error: "try later", RetryAt: at}})
+		Kind: store.Retry, Error: "try later", RetryIn: d}})
 	if err != nil || res[0].Err != nil || res[0].Status != store.StatusPending {
 		e.t.Fatalf("RecordOutcomes = %+v, %v; want PENDING", res, err)
 	}
@@ -151,7 +152,7 @@ func TestNotYetDueTaskMessagesAreHiddenUntilDue(t *testing.T) {
 
 	// Far off: a retry an hour away and a task scheduled for tomorrow.
 	retry := e.create(store.CreateParams{Kind: "noop"})[0]
-	e.retryAt(retry, time.Now().Add(time.Hour))
+	e.retryIn(retry, time.Hour)
 	tomorrow := e.create(store.CreateParams{Kind: "noop", ScheduledFor: time.Now().Add(24 * time.Hour)})[0]
 	e.sendBodies(url, retry.String(), tomorrow.String())
 	fetchUntil(t, src, "default", "two messages hidden", func([]runtime.Delivery) bool { return m.Stats().Deferred >= 2 })
@@ -164,7 +165,7 @@ func TestNotYetDueTaskMessagesAreHiddenUntilDue(t *testing.T) {
 
 	// Soon: the hidden message comes back when the task is due, and is claimed.
 	soon := e.create(store.CreateParams{Kind: "noop"})[0]
-	e.retryAt(soon, time.Now().Add(1500*time.Millisecond))
+	e.retryIn(soon, 1500*time.Millisecond)
 	e.sendBodies(url, soon.String())
 	d := fetchUntil(t, src, "default", "the retry to be claimed once due", func(d []runtime.Delivery) bool { return len(d) > 0 })
 	if len(d) != 1 || d[0].Task.ID != soon || d[0].Task.Status != store.StatusProcessing || d[0].Task.AttemptCount != 2 {
@@ -398,4 +399,50 @@ func TestShutdownOnLastAttemptReleasesTheTask(t *testing.T) {
 	e.waitAll([]uuid.UUID{id}, store.StatusSucceeded)
 	e.checkSucceededOnce([]uuid.UUID{id})
 	e.waitEmpty(e.url("rota"))
+}
+
+// TestNotYetDueHidingFollowsTheDatabaseClock (issue #12 item 4): whether a received
+// task is due yet is the database's call. The store here shows the rows of a database
+// whose clock runs 10 minutes ahead of this process (its times and its clock at the
+// read, Task.ReadAt, shifted alike): a retry due in 1.5 s is hidden for about 1.5 s and
+// then claimed. Judged by this process's clock it looked 10 minutes away, and its
+// message was hidden that long.
+func TestNotYetDueHidingFollowsTheDatabaseClock(t *testing.T) {
+	t.Parallel()
+	e := newSQSEnv(t)
+	m := sqsmode.NewMetrics(nil)
+	src := e.source(e.queues(true), "worker-a", m, func(cfg *sqsmode.SourceConfig) {
+		cfg.Store = clockAhead{Store: e.store, by: 10 * time.Minute}
+	})
+	soon := e.create(store.CreateParams{Kind: "noop"})[0]
+	e.retryIn(soon, 1500*time.Millisecond)
+	e.sendBodies(e.url("rota"), soon.String())
+	var got []runtime.Delivery
+	poll.Until(t, "the retry to be claimed once due", 20*time.Second, 20*time.Millisecond, func() bool {
+		d, err := src.Fetch(context.Background(), store.DefaultQueue, 10)
+		if err != nil {
+			t.Fatalf("Fetch: %v", err)
+		}
+		got = append(got, d...)
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0].Task.ID != soon || m.Stats().Deferred != 1 {
+		t.Fatalf("delivered %+v after %d deferrals, want the retry after 1", got, m.Stats().Deferred)
+	}
+}
+
+// clockAhead is a store whose database clock runs ahead of this process by `by`: GetTask
+// shows a task's due time and the clock at the read shifted alike.
+type clockAhead struct {
+	store.Store
+	by time.Duration
+}
+
+func (c clockAhead) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
+	t, err := c.Store.GetTask(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	t.ScheduledFor, t.ReadAt = t.ScheduledFor.Add(c.by), t.ReadAt.Add(c.by)
+	return t, nil
 }

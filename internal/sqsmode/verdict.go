@@ -25,8 +25,10 @@ type verdict struct {
 }
 
 // judge decides about the message of an id the claim did not take, from the task as the
-// store shows it now (task, err: GetTask's answer), the Rota queue whose SQS queue the
-// message came from, and how many times SQS has delivered the message.
+// store shows it now (task, err: GetTask's answer; now: the store's clock at that read,
+// task.ReadAt, so that a skewed worker clock cannot hide a due task or show one too
+// early), the Rota queue whose SQS queue the message came from, and how many times SQS
+// has delivered the message.
 //
 // Deleting is safe whenever the database alone can bring the task to an end: a finished
 // or missing task needs no message; a PROCESSING task is in some worker's hands, and if

@@ -83,6 +83,11 @@ type Task struct {
 	LastError           string
 	CreatedAt           time.Time
 	UpdatedAt           time.Time
+
+	// ReadAt is the store's clock (PostgreSQL's now()) when the row was read, set by
+	// GetTask (other calls may leave it zero). Whether the task is due yet is
+	// ScheduledFor against ReadAt, never against a process clock (DESIGN.md section 9).
+	ReadAt time.Time
 }
 
 // Attempt is one row of rota.task_attempts: a handler run, or an operator event such as
@@ -132,13 +137,18 @@ type DeadLetter struct {
 // CreateParams describes one new task. Validate it with (CreateParams).Validate; the
 // adapters also reject invalid params with ErrInvalid and write nothing.
 type CreateParams struct {
-	ID             uuid.UUID // uuid.Nil: the adapter assigns a time-ordered v7 id
-	Queue          string    // "" = "default"
-	Kind           string
-	Payload        json.RawMessage // nil = {}
-	Priority       int             // higher runs first among due tasks; default 0
-	ScheduledFor   time.Time       // zero = now
-	MaxAttempts    int             // 0 = DefaultMaxAttempts
+	ID       uuid.UUID // uuid.Nil: the adapter assigns a time-ordered v7 id
+	Queue    string    // "" = "default"
+	Kind     string
+	Payload  json.RawMessage // nil = {}
+	Priority int             // higher runs first among due tasks; default 0
+	// ScheduledFor is when the task becomes due, as the caller means it (an absolute
+	// time). Delay instead makes it due this long after the database's now() at the
+	// insert (DESIGN.md section 9: no process clock decides when a task runs). Set at
+	// most one; neither = now.
+	ScheduledFor   time.Time
+	Delay          time.Duration
+	MaxAttempts    int // 0 = DefaultMaxAttempts
 	IdempotencyKey string
 	TimeoutSeconds int
 }
@@ -211,7 +221,8 @@ type OutcomeKind string
 const (
 	// Succeed: PROCESSING -> SUCCEEDED.
 	Succeed OutcomeKind = "succeed"
-	// Retry: PROCESSING -> PENDING at RetryAt, or DEAD when no attempts remain.
+	// Retry: PROCESSING -> PENDING, due RetryIn after the database's now(), or DEAD
+	// when no attempts remain.
 	Retry OutcomeKind = "retry"
 	// Fail: a permanent error, PROCESSING -> FAILED.
 	Fail OutcomeKind = "fail"
@@ -231,7 +242,10 @@ type Outcome struct {
 	LeaseToken uuid.UUID
 	Kind       OutcomeKind
 	Error      string
-	RetryAt    time.Time // for Retry and Release; zero = now
+	// RetryIn is, for Retry and Release, how long after the database's now() at the
+	// write the task is due again (0 = at once; never negative). A duration, not an
+	// instant: a worker's clock that is off must not move the due time (DESIGN.md 9).
+	RetryIn time.Duration
 }
 
 // OutcomeResult reports what an Outcome did: the task's new status, or Err =

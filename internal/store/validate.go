@@ -151,6 +151,12 @@ func (p *CreateParams) Normalize() error {
 	if len(p.IdempotencyKey) > MaxIdempotencyKeyLen {
 		return fmt.Errorf("%w: idempotency_key is longer than %d characters", ErrInvalid, MaxIdempotencyKeyLen)
 	}
+	if p.Delay < 0 {
+		return fmt.Errorf("%w: delay must not be negative, got %s", ErrInvalid, p.Delay)
+	}
+	if p.Delay > 0 && !p.ScheduledFor.IsZero() {
+		return fmt.Errorf("%w: set delay or scheduled_for, not both", ErrInvalid)
+	}
 	if p.TimeoutSeconds < 0 || p.TimeoutSeconds > MaxTimeoutSeconds {
 		return fmt.Errorf("%w: timeout_seconds must be between 0 and %d, got %d", ErrInvalid, MaxTimeoutSeconds, p.TimeoutSeconds)
 	}

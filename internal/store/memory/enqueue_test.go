@@ -63,7 +63,7 @@ func TestEnqueueDueClock(t *testing.T) {
 		t.Fatalf("claim a: %v %v", claimed, err)
 	}
 	if _, err := s.RecordOutcomes(ctx, []store.Outcome{{TaskID: a, LeaseToken: claimed[0].LeaseToken, Kind: store.Retry,
-		RetryAt: now.Add(30 * time.Second)}}); err != nil {
+		RetryIn: 30 * time.Second}}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(29 * time.Second)

@@ -161,6 +161,9 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		default:
 			return nil, fmt.Errorf("record outcome %d: %w: unknown outcome kind %q", i, store.ErrInvalid, o.Kind)
 		}
+		if o.RetryIn < 0 {
+			return nil, fmt.Errorf("record outcome %d: %w: retry delay must not be negative, got %s", i, store.ErrInvalid, o.RetryIn)
+		}
 	}
 
 	s.mu.Lock()
@@ -221,11 +224,8 @@ func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
 			done := now
 			t.CompletedAt = &done
 		} else {
-			t.ScheduledFor = now
-			if !o.RetryAt.IsZero() {
-				t.ScheduledFor = dbTime(o.RetryAt)
-			}
-			t.EnqueuedAt = nil // no message: the enqueuer of its queue sends one once due
+			t.ScheduledFor = dbTime(now.Add(o.RetryIn)) // the store's clock, as now() in SQL
+			t.EnqueuedAt = nil                          // no message: the enqueuer of its queue sends one once due
 		}
 	})
 	return to

@@ -301,7 +301,7 @@ func (s *Store) CreateTasks(ctx context.Context, params []store.CreateParams) ([
 		case sameAs[i] != isNew:
 			results[i] = store.CreateResult{Task: cloneTask(results[sameAs[i]].Task), Existing: true}
 		default:
-			scheduled := now
+			scheduled := dbTime(now.Add(p.Delay)) // the store's clock, as now() in SQL
 			if !p.ScheduledFor.IsZero() {
 				scheduled = dbTime(p.ScheduledFor)
 			}
@@ -363,7 +363,9 @@ func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) 
 	if e == nil {
 		return nil, fmt.Errorf("get task %s: %w", id, store.ErrNotFound)
 	}
-	return cloneTask(&e.task), nil
+	t := cloneTask(&e.task)
+	t.ReadAt = s.clock()
+	return t, nil
 }
 
 // ListTasks pages through tasks newest first; see store.Store.

@@ -82,7 +82,7 @@ func (s *Store) Heartbeat(ctx context.Context, params store.HeartbeatParams) (*s
 		return nil, translate("heartbeat", err)
 	}
 	// Nothing extended: either there is no such task or the token is not current.
-	if _, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, params.TaskID)); err != nil {
+	if _, err := s.getTask(ctx, params.TaskID); err != nil {
 		return nil, translate("heartbeat", err)
 	}
 	return nil, fmt.Errorf("heartbeat: task %s: %w", params.TaskID, store.ErrLeaseLost)
@@ -97,7 +97,7 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		tokens   = make([]uuid.UUID, 0, n)
 		kinds    = make([]string, 0, n)
 		errs     = make([]string, 0, n)
-		retryAts = make([]pgtype.Timestamptz, 0, n)
+		retryIns = make([]int64, 0, n) // microseconds
 		// sent[k] is the index in outcomes of the k-th outcome sent.
 		sent = make([]int, 0, n)
 	)
@@ -109,6 +109,9 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		case store.Succeed, store.Retry, store.Release, store.Fail, store.Cancel:
 		default:
 			return nil, fmt.Errorf("record outcomes: %w: unknown outcome kind %q", store.ErrInvalid, o.Kind)
+		}
+		if o.RetryIn < 0 {
+			return nil, fmt.Errorf("record outcomes: %w: retry delay must not be negative, got %s", store.ErrInvalid, o.RetryIn)
 		}
 		// The same lease twice in one batch: the first write wins, the second finds the
 		// lease gone, exactly as if it came in a later call.
@@ -122,14 +125,14 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		tokens = append(tokens, o.LeaseToken)
 		kinds = append(kinds, string(o.Kind))
 		errs = append(errs, store.TruncateError(o.Error))
-		retryAts = append(retryAts, pgtype.Timestamptz{Time: o.RetryAt, Valid: !o.RetryAt.IsZero()})
+		retryIns = append(retryIns, o.RetryIn.Microseconds())
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {
 		return results, nil
 	}
 
-	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryAts)
+	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryIns)
 	if err != nil {
 		return nil, translate("record outcomes", err)
 	}

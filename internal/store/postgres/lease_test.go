@@ -198,7 +198,6 @@ func TestRecordOutcomes(t *testing.T) {
 	st, pool := newStore(t)
 	ctx := context.Background()
 	now := dbNow(t, pool)
-	retryAt := now.Add(time.Hour).Truncate(time.Microsecond)
 
 	type tc struct {
 		name        string
@@ -211,7 +210,7 @@ func TestRecordOutcomes(t *testing.T) {
 	}
 	cases := []tc{
 		{name: "succeed", outcome: store.Outcome{Kind: store.Succeed}, status: store.StatusSucceeded, attempt: store.OutcomeSucceeded},
-		{name: "retry", outcome: store.Outcome{Kind: store.Retry, Error: "try again", RetryAt: retryAt}, status: store.StatusPending, attempt: store.OutcomeRetried},
+		{name: "retry", outcome: store.Outcome{Kind: store.Retry, Error: "try again", RetryIn: time.Hour}, status: store.StatusPending, attempt: store.OutcomeRetried},
 		{name: "retry now", outcome: store.Outcome{Kind: store.Retry, Error: "again"}, status: store.StatusPending, attempt: store.OutcomeRetried},
 		{name: "retry exhausted", create: store.CreateParams{MaxAttempts: 1}, outcome: store.Outcome{Kind: store.Retry, Error: "last"}, status: store.StatusDead, attempt: store.OutcomeDead, deadLetter: true},
 		{name: "fail", outcome: store.Outcome{Kind: store.Fail, Error: "permanent"}, status: store.StatusFailed, attempt: store.OutcomeFailed, deadLetter: true},
@@ -260,8 +259,8 @@ func TestRecordOutcomes(t *testing.T) {
 		}
 		switch c.name {
 		case "retry":
-			if !task.ScheduledFor.Equal(retryAt) {
-				t.Errorf("retry: scheduled_for %v, want %v", task.ScheduledFor, retryAt)
+			if d := task.ScheduledFor.Sub(task.UpdatedAt); d != time.Hour {
+				t.Errorf("retry: scheduled_for %v is %s after the outcome's now(), want 1h", task.ScheduledFor, d)
 			}
 		case "retry now":
 			if task.ScheduledFor.Before(now) || task.ScheduledFor.After(dbNow(t, pool)) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -71,6 +72,7 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 		maxes     = make([]int32, n)
 		keys      = make([]string, n)
 		timeouts  = make([]int32, n)
+		delays    = make([]int64, n) // microseconds
 		byID      = make(map[uuid.UUID]int, n)
 	)
 	for k, i := range send {
@@ -78,11 +80,12 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 		ids[k], queues[k], kinds[k], payloads[k] = p.ID, p.Queue, p.Kind, p.Payload
 		prios[k], maxes[k], timeouts[k] = int32(p.Priority), int32(p.MaxAttempts), int32(p.TimeoutSeconds)
 		schedules[k] = pgtype.Timestamptz{Time: p.ScheduledFor, Valid: !p.ScheduledFor.IsZero()}
+		delays[k] = p.Delay.Microseconds()
 		keys[k] = p.IdempotencyKey
 		byID[p.ID] = i
 	}
 	rows, err := q.Query(ctx, sqlCreateTasks, ids, queues, kinds, payloads, prios,
-		schedules, maxes, keys, timeouts)
+		schedules, maxes, keys, timeouts, delays)
 	if err != nil {
 		return nil, translate("create tasks", err)
 	}
@@ -121,10 +124,22 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 
 // GetTask returns one task, ErrNotFound when there is none.
 func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
-	t, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id))
+	t, err := s.getTask(ctx, id)
 	if err != nil {
 		return nil, translate("get task", err)
 	}
+	return t, nil
+}
+
+// getTask reads one task with the database's clock at the read (Task.ReadAt); errors
+// untranslated.
+func (s *Store) getTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
+	var readAt time.Time
+	t, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id), &readAt)
+	if err != nil {
+		return nil, err
+	}
+	t.ReadAt = readAt.UTC()
 	return t, nil
 }
 
@@ -174,7 +189,7 @@ func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 			return nil, translate("cancel task", err)
 		}
 		// Nothing to cancel: say why.
-		cur, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id))
+		cur, err := s.getTask(ctx, id)
 		if err != nil {
 			return nil, translate("cancel task", err)
 		}
@@ -200,7 +215,7 @@ func (s *Store) ReplayTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 			return nil, translate("replay task", err)
 		}
 		// Nothing to replay: say why.
-		cur, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id))
+		cur, err := s.getTask(ctx, id)
 		if err != nil {
 			return nil, translate("replay task", err)
 		}

@@ -170,7 +170,6 @@ func testEnqueueOrder(t *testing.T, s store.Store) {
 	retry := sendOnce(t, s, createOne(t, s, store.CreateParams{Queue: "ord", Kind: "k", Priority: 3}))
 	retry = claimID(t, s, retry, store.StatusEnqueued, 30*time.Second)
 	o := outcome(retry, store.Retry, "again")
-	o.RetryAt = now.Add(-3 * time.Second)
 	recordOK(t, s, o, store.StatusPending)
 
 	res := create(t, s,
@@ -303,7 +302,7 @@ func testEnqueueRetried(t *testing.T, s store.Store) {
 	// A retry whose backoff has not passed waits.
 	running = claimID(t, s, task, store.StatusEnqueued, 30*time.Second)
 	o := outcome(running, store.Retry, "later")
-	o.RetryAt = time.Now().Add(time.Hour)
+	o.RetryIn = time.Hour
 	recordOK(t, s, o, store.StatusPending)
 	p := enqueueParams("retry")
 	p.RedeliverAfter = time.Nanosecond

@@ -54,7 +54,7 @@ func testOutcomeRetryNow(t *testing.T, s store.Store) {
 	if after.LastError != "connection reset" || after.AttemptCount != 1 {
 		t.Fatalf("after retry: last_error %q attempt_count %d", after.LastError, after.AttemptCount)
 	}
-	nearNow(t, "ScheduledFor of a retry with zero RetryAt", after.ScheduledFor)
+	nearNow(t, "ScheduledFor of a retry with zero RetryIn", after.ScheduledFor)
 	checkClosedAttempt(t, s, task, 1, store.OutcomeRetried, "connection reset")
 	again := claimID(t, s, task, store.StatusPending, 30*time.Second)
 	if again.AttemptCount != 2 {
@@ -67,18 +67,21 @@ func testOutcomeRetryNow(t *testing.T, s store.Store) {
 
 func testOutcomeRetryLater(t *testing.T, s store.Store) {
 	task := createAndClaim(t, s, store.CreateParams{Kind: "k"})
-	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
 	o := outcome(task, store.Retry, "snoozed")
-	o.RetryAt = at
+	o.RetryIn = time.Hour + 1500*time.Microsecond
 	after := recordOK(t, s, o, store.StatusPending)
-	near(t, "ScheduledFor", after.ScheduledFor, at, time.Millisecond)
+	// The store adds RetryIn to the now() it writes updated_at with: exact, whatever the
+	// clock of the process that recorded the outcome (DESIGN.md section 9).
+	if d := after.ScheduledFor.Sub(after.UpdatedAt); d != o.RetryIn {
+		t.Fatalf("ScheduledFor %s is %s after UpdatedAt, want exactly RetryIn %s", after.ScheduledFor, d, o.RetryIn)
+	}
 	if got := claim(t, s, claimParams("default", 10)); len(got) != 0 {
 		t.Fatal("a retry due in an hour was claimed")
 	}
 	// A retry due shortly is claimable once due.
 	task2 := createAndClaim(t, s, store.CreateParams{Kind: "k2"})
 	o = outcome(task2, store.Retry, "soon")
-	o.RetryAt = time.Now().Add(300 * time.Millisecond)
+	o.RetryIn = 300 * time.Millisecond
 	recordOK(t, s, o, store.StatusPending)
 	var got []*store.Task
 	waitFor(t, "the retry to become due", func() bool {
@@ -340,6 +343,7 @@ func testOutcomeInvalid(t *testing.T, s store.Store) {
 	bad := []store.Outcome{
 		{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: "explode"},
 		{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: ""},
+		{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Retry, RetryIn: -time.Second},
 	}
 	for _, o := range bad {
 		// Bad input fails the whole call and writes nothing, valid outcomes included.
@@ -429,7 +433,7 @@ func testCancelThenRetryOrFail(t *testing.T, s store.Store) {
 				t.Fatal(err)
 			}
 			o := outcome(task, kind, "handler stopped")
-			o.RetryAt = time.Now().Add(time.Hour)
+			o.RetryIn = time.Hour
 			done := recordOK(t, s, o, store.StatusCanceled)
 			checkNoLease(t, done)
 			nearNowPtr(t, "CompletedAt", done.CompletedAt)

@@ -18,6 +18,7 @@ import (
 var createTests = []testCase{
 	{"Defaults", testCreateDefaults},
 	{"AllFields", testCreateAllFields},
+	{"Delay", testCreateDelay},
 	{"InvalidWritesNothing", testCreateInvalid},
 	{"BatchAllOrNothing", testCreateBatchAllOrNothing},
 	{"BatchInOrder", testCreateBatchInOrder},
@@ -106,6 +107,28 @@ func testCreateAllFields(t *testing.T, s store.Store) {
 	near(t, "ScheduledFor in the past", past.ScheduledFor, time.Now().Add(-time.Hour), clockSkew)
 }
 
+// testCreateDelay: a Delay is added to the store's own now() (the one created_at gets),
+// never to the caller's clock (DESIGN.md section 9), so the difference is exact; a
+// delayed task is not claimable before it is due.
+func testCreateDelay(t *testing.T, s store.Store) {
+	const delay = time.Hour + 2500*time.Microsecond
+	task := createOne(t, s, store.CreateParams{Kind: "k", Delay: delay})
+	if d := task.ScheduledFor.Sub(task.CreatedAt); d != delay {
+		t.Fatalf("ScheduledFor %s is %s after CreatedAt, want exactly the Delay %s", task.ScheduledFor, d, delay)
+	}
+	if got := claim(t, s, claimParams(store.DefaultQueue, 10)); len(got) != 0 {
+		t.Fatal("a task delayed by an hour was claimed")
+	}
+	// GetTask tells the store's clock at the read, so that a caller can tell a due task
+	// from one not due yet without a process clock (the SQS verdict does).
+	got := get(t, s, task.ID)
+	sameTask(t, "GetTask after a delayed create", got, task)
+	if got.ReadAt.Before(task.CreatedAt) || got.ScheduledFor.Sub(got.ReadAt) > delay {
+		t.Fatalf("ReadAt %s: want the store's now, at or after CreatedAt %s", got.ReadAt, task.CreatedAt)
+	}
+	nearNow(t, "ReadAt", got.ReadAt)
+}
+
 func testCreateInvalid(t *testing.T, s store.Store) {
 	bigPayload := json.RawMessage(`"` + strings.Repeat("x", store.MaxPayloadBytes) + `"`)
 	cases := []struct {
@@ -128,6 +151,8 @@ func testCreateInvalid(t *testing.T, s store.Store) {
 		{"idempotency key too long", store.CreateParams{Kind: "k", IdempotencyKey: strings.Repeat("i", store.MaxIdempotencyKeyLen+1)}},
 		{"timeout negative", store.CreateParams{Kind: "k", TimeoutSeconds: -1}},
 		{"timeout too long", store.CreateParams{Kind: "k", TimeoutSeconds: store.MaxTimeoutSeconds + 1}},
+		{"negative delay", store.CreateParams{Kind: "k", Delay: -time.Second}},
+		{"delay and scheduled_for", store.CreateParams{Kind: "k", Delay: time.Second, ScheduledFor: time.Now().Add(time.Hour)}},
 	}
 	for _, c := range cases {
 		res, err := s.CreateTasks(ctx(t), []store.CreateParams{c.p})

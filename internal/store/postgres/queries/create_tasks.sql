@@ -1,8 +1,10 @@
 -- CreateTasks: inserts a batch in one statement. A task whose idempotency key names a
 -- live (or succeeded) task is not inserted; that task is returned instead.
 --
--- $1..$9 hold one element per task: id, queue, kind, payload, priority, scheduled_for
--- (NULL = now), max_attempts, idempotency_key ('' = none), timeout_seconds. The caller
+-- $1..$10 hold one element per task: id, queue, kind, payload, priority, scheduled_for
+-- (NULL = now + delay), max_attempts, idempotency_key ('' = none), timeout_seconds,
+-- delay_us (microseconds; a delay is added to the database's now(), never to a process
+-- clock: DESIGN.md section 9). The caller
 -- removes repeated keys (one statement may not touch a row twice) and sorts the keyed
 -- tasks by key (concurrent batches then lock existing rows in the same order).
 --
@@ -18,13 +20,13 @@
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::int[],
-                $6::timestamptz[], $7::int[], $8::text[], $9::int[])
+                $6::timestamptz[], $7::int[], $8::text[], $9::int[], $10::bigint[])
         AS u (id, queue, kind, payload, priority, scheduled_for, max_attempts,
-              idempotency_key, timeout_seconds)
+              idempotency_key, timeout_seconds, delay_us)
 )
 INSERT INTO rota.tasks AS t (id, queue, kind, payload, priority, scheduled_for,
                              max_attempts, idempotency_key, timeout_seconds)
-SELECT id, queue, kind, payload, priority, coalesce(scheduled_for, now()),
+SELECT id, queue, kind, payload, priority, coalesce(scheduled_for, now() + delay_us * interval '1 microsecond'),
        max_attempts, nullif(idempotency_key, ''), timeout_seconds
 FROM input
 ON CONFLICT (idempotency_key)

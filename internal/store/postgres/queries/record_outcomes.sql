@@ -4,7 +4,8 @@
 --
 -- $1..$5 hold one element per outcome (the caller removes repeated (id, token) pairs):
 -- task id, lease token, kind ('succeed', 'retry', 'release', 'fail', 'cancel'), error ('' = none,
--- already truncated), retry_at (NULL = now).
+-- already truncated), retry_in_us (microseconds after now() at which a retry is due:
+-- the database's clock decides, never the worker's).
 -- Returns (ord, status) for every outcome that matched; ord is the 1-based input position.
 --
 -- The fence is the lease token alone: only a PROCESSING task has one (CHECK
@@ -32,8 +33,8 @@ WITH input AS (
            -- released: the worker gave the attempt up (shutdown); it does not count, so
            -- max_attempts grows by one and a last attempt is not DEAD.
            kind = 'release' AS release
-    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::timestamptz[])
-        WITH ORDINALITY AS u (task_id, lease_token, kind, error, retry_at, ord)
+    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[])
+        WITH ORDINALITY AS u (task_id, lease_token, kind, error, retry_in_us, ord)
     ORDER BY task_id
     LIMIT cardinality($1::uuid[])
 ), updated AS (
@@ -50,7 +51,7 @@ WITH input AS (
         -- The four columns below follow the status above: "runs again" is exactly the
         -- ELSE branch (a retry or release, no cancel request, attempts left or released).
         scheduled_for = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND (t.attempt_count < t.max_attempts OR i.release)
-                             THEN coalesce(i.retry_at, now())
+                             THEN now() + i.retry_in_us * interval '1 microsecond'
                              ELSE t.scheduled_for END,
         completed_at = CASE WHEN i.retry AND t.cancel_requested_at IS NULL AND (t.attempt_count < t.max_attempts OR i.release)
                             THEN NULL
