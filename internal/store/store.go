@@ -335,6 +335,13 @@ type Store interface {
 	// are marked and committed. Invalid params: ErrInvalid, send not called; nothing to
 	// send: send not called. Returns how many tasks were marked. More in enqueue.go.
 	EnqueueDue(ctx context.Context, params EnqueueParams, send func(ctx context.Context, ids []uuid.UUID) (sent []uuid.UUID, err error)) (int, error)
+	// CountSent counts, for each queue of params.Queues, the ENQUEUED tasks whose message
+	// was sent longer than params.OlderThan ago (enqueued_at set and older), at most
+	// params.Limit per queue: what SQS should still hold a message for. SQS mode compares
+	// it with the SQS queue's own message count to notice a queue that lost its messages
+	// (sqsmode's loss watch). Every queue asked for is in the answer, 0 when none.
+	// Invalid params: ErrInvalid.
+	CountSent(ctx context.Context, params CountSentParams) (map[string]int, error)
 	// PublishDeadLetters is the dead-letter outbox of SQS mode. A dead letter awaits
 	// publication when its task went through SQS mode (it had been sent, enqueued_at set),
 	// whichever path ended it. This hands up to params.Limit such dead letters of
