@@ -202,7 +202,7 @@ func registerSQSWorkerFlags(fs *flag.FlagSet) sqsWorkerFlags {
 	return sqsWorkerFlags{
 		sqsFlags: registerSQSFlags(fs),
 		wait: fs.Int("sqs-wait", envInt("ROTA_SQS_WAIT", sqsmode.DefaultWaitSeconds),
-			"--mode sqs: long-poll seconds of each receive, 1 to 20 (ROTA_SQS_WAIT)"),
+			"--mode sqs: long-poll seconds of an idle queue's receive, 1 to 20; a busy queue's wait at most 1 (ROTA_SQS_WAIT)"),
 	}
 }
 

@@ -49,24 +49,44 @@ type Settled struct {
 	Result   store.OutcomeResult // what the store did: the new status, or ErrLeaseLost
 }
 
+// IdleFetcher is a Source whose Fetch may wait long for work (an SQS long poll) and that
+// can wait without slots. For a queue whose last Fetch found nothing, the runtime calls
+// FetchIdle instead of Fetch, without reserving a slot first, so that idle queues hold
+// none of the worker's capacity however many there are.
+type IdleFetcher interface {
+	// FetchIdle waits for work of queue, as Fetch does, then calls reserve once with how
+	// many tasks it could deliver; reserve takes up to that many slots at once, never
+	// waiting, and returns how many it took (maybe 0). FetchIdle claims and returns at
+	// most that many tasks and hands back whatever else it received at once (SQS: the
+	// messages visible again). It need not call reserve when it received nothing.
+	FetchIdle(ctx context.Context, queue string, reserve func(n int) int) ([]Delivery, error)
+}
+
 // runSource is a fetcher's loop when the worker has a Source: there is no poll timer and
 // no wake-up, because Fetch itself waits for work. It asks for as many tasks as there are
 // free slots, up to FetchBatch.
 //
 // Slots are reserved before Fetch, and a Fetch may wait long for work (an SQS long poll
 // lasts up to 20 s). So that an idle queue does not sit on capacity that a busy queue
-// sharing the worker needs, a loop whose last Fetch found nothing waits for work with one
-// slot, and only one loop of the queue does so at a time (idleTurn): an idle queue holds
-// one slot. Seen in a test before this: an idle queue's 4 loops held all 20 slots of a
-// worker through their long polls and re-took each as its poll ended, while a busy queue
-// of the same worker sat on hundreds of unreceived messages.
+// sharing the worker needs, a loop whose last Fetch found nothing waits for work alone
+// (idleTurn: one loop of the queue at a time), and without any slot when the source is
+// an IdleFetcher: slots are reserved only for what the long poll brought (fetchIdle). A
+// source that is not waits with one slot. Seen in a test before the first rule: an idle
+// queue's 4 loops held all 20 slots of a worker through their long polls while a busy
+// queue of the same worker sat on hundreds of unreceived messages; before the second, a
+// worker serving 50 queues, 49 of them idle, kept 49 of its 100 slots waiting on idle
+// long polls (docs/performance.md).
 func (f *fetcher) runSource(ctx context.Context) {
 	w := f.w
 	src := w.cfg.Source
+	idleSrc, canWaitIdle := src.(IdleFetcher)
 	failures := 0
 	// Whether the last Fetch found nothing. A loop starts idle: a queue proves it has work
 	// before its loops take batches of slots.
 	idle := true
+	// Whether the last idle fetch had to hand work back for want of a slot: then the next
+	// one waits with a slot, or busy queues would win every freed slot before it.
+	gaveBack := false
 	for {
 		if idle {
 			select {
@@ -75,17 +95,31 @@ func (f *fetcher) runSource(ctx context.Context) {
 			case <-f.idleTurn:
 			}
 		}
-		n, ok := f.reserveForFetch(ctx, idle)
-		if !ok {
+		var deliveries []Delivery
+		var err error
+		var n int
+		start := time.Now()
+		if idle && canWaitIdle && !gaveBack {
+			r, ok := f.fetchIdle(ctx, idleSrc)
+			f.idleTurn <- struct{}{}
+			if !ok {
+				return
+			}
+			deliveries, n, err, gaveBack = r.deliveries, r.reserved, r.err, r.gaveBack
+		} else {
+			var ok bool
+			n, ok = f.reserveForFetch(ctx, idle)
+			if !ok {
+				if idle {
+					f.idleTurn <- struct{}{}
+				}
+				return
+			}
+			deliveries, err = src.Fetch(ctx, f.queue, n)
 			if idle {
 				f.idleTurn <- struct{}{}
 			}
-			return
-		}
-		start := time.Now()
-		deliveries, err := src.Fetch(ctx, f.queue, n)
-		if idle {
-			f.idleTurn <- struct{}{}
+			gaveBack = false
 		}
 		if len(deliveries) > n {
 			// A source bug; running more than was reserved would break the capacity
@@ -118,6 +152,34 @@ func (f *fetcher) runSource(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// idleFetch is what one fetchIdle brought.
+type idleFetch struct {
+	deliveries []Delivery
+	reserved   int  // slots reserved for them
+	gaveBack   bool // the source asked for more slots than it got
+	err        error
+}
+
+// fetchIdle is an idle loop's wait for work through an IdleFetcher: it waits for a free
+// slot (a worker with none would only hand back what it received), then long-polls
+// holding none, and reserves slots only for what arrived. It reports false when ctx
+// ended.
+func (f *fetcher) fetchIdle(ctx context.Context, src IdleFetcher) (idleFetch, bool) {
+	w := f.w
+	if !f.waitForSlots(ctx) {
+		return idleFetch{}, false
+	}
+	w.capacity.signalFreed(f.queue) // pass the wake-up on, as reserveForFetch does
+	var r idleFetch
+	r.deliveries, r.err = src.FetchIdle(ctx, f.queue, func(n int) int {
+		got := w.capacity.reserve(f.queue, min(n, w.cfg.FetchBatch-r.reserved))
+		r.reserved += got
+		r.gaveBack = r.gaveBack || got < n
+		return got
+	})
+	return r, true
 }
 
 // reserveForFetch waits for free slots and reserves them for one Fetch: up to

@@ -30,12 +30,13 @@ type Metrics struct {
 	dlqPublished   prometheus.Counter
 	dlqFailures    prometheus.Counter
 	queueLosses    *prometheus.CounterVec
+	returned       *prometheus.CounterVec
 
 	stats struct {
 		sent, sendFailures, received, poison, deferred, deleteFailures    atomic.Int64
 		deletedSettled, deletedDuplicate, deletedPoison, deletedMisrouted atomic.Int64
 		dlqPublished, dlqFailures                                         atomic.Int64
-		queueLosses                                                       atomic.Int64
+		queueLosses, returned                                             atomic.Int64
 	}
 }
 
@@ -54,6 +55,7 @@ type Stats struct {
 	DLQPublished     int64
 	DLQFailures      int64
 	QueueLosses      int64 // SQS queues found to have lost their messages (losswatch.go)
+	Returned         int64 // messages an idle queue's poll received with no slot free, made visible again
 }
 
 // NewMetrics registers the SQS metrics with reg (nil: a private registry, as tests
@@ -74,6 +76,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		deferred:     counterVec("rota_sqs_messages_deferred_total", "Received messages hidden again because their task is not claimable yet, by Rota queue.", "queue"),
 		queueLosses: counterVec("rota_sqs_queue_losses_total", "Times an SQS queue was found to have lost its messages "+
 			"(reason: recreated, missing, counts), after which its ENQUEUED tasks are sent again, by Rota queue.", "queue", "reason"),
+		returned: counterVec("rota_sqs_messages_returned_total", "Messages an idle queue's long poll received while the worker "+
+			"had no free slot, made visible again at once, by Rota queue.", "queue"),
 		deleteFailures: counterVec("rota_sqs_delete_failures_total", "Message deletes that failed (the message comes back; the database decides), by Rota queue.", "queue"),
 		dlqPublished: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_dlq_published_total", Help: "Dead-task events published to the SQS dead-letter queue.",
@@ -93,6 +97,7 @@ func (m *Metrics) Stats() Stats {
 		DeletedPoison: s.deletedPoison.Load(), DeletedMisrouted: s.deletedMisrouted.Load(),
 		Poison: s.poison.Load(), Deferred: s.deferred.Load(), DeleteFailures: s.deleteFailures.Load(),
 		DLQPublished: s.dlqPublished.Load(), DLQFailures: s.dlqFailures.Load(), QueueLosses: s.queueLosses.Load(),
+		Returned: s.returned.Load(),
 	}
 }
 
@@ -153,4 +158,9 @@ func (m *Metrics) addDLQFailures(n int) {
 func (m *Metrics) addQueueLoss(queue, reason string) {
 	m.queueLosses.WithLabelValues(queue, reason).Inc()
 	m.stats.queueLosses.Add(1)
+}
+
+func (m *Metrics) addReturned(queue string, n int) {
+	m.returned.WithLabelValues(queue).Add(float64(n))
+	m.stats.returned.Add(int64(n))
 }
