@@ -20,9 +20,12 @@ import (
 // opens one LISTEN connection of its own, outside the pool.
 const (
 	// A worker's statements are batched: one claim in flight per queue, one committer
-	// write, one heartbeat batch, one reaper pass, and in SQS mode the occasional read of
-	// a message's task. More connections only sit idle.
+	// write, one heartbeat batch, one reaper pass. More connections only sit idle.
 	workerBaseConns = 4
+	// In SQS mode a worker also reads the task of each message its claim did not take
+	// (a duplicate, a task not due), up to 16 at once in the background; a few more
+	// connections keep those reads from queueing the claims and outcome writes.
+	sqsWorkerExtraConns = 4
 	// maxDefaultConns caps a derived budget (a worker of many queues): past it, claims of
 	// different queues wait briefly for each other instead of taking more of the server.
 	maxDefaultConns = 20
@@ -32,9 +35,13 @@ const (
 	serveBaseConns = 10
 )
 
-// workerDefaultConns is a worker's pool size for its number of queues.
-func workerDefaultConns(queues int) int {
-	return min(maxDefaultConns, workerBaseConns+queues)
+// workerDefaultConns is a worker's pool size for its number of queues and its mode.
+func workerDefaultConns(queues int, sqsMode bool) int {
+	n := workerBaseConns + queues
+	if sqsMode {
+		n += sqsWorkerExtraConns
+	}
+	return min(maxDefaultConns, n)
 }
 
 // dbFlags are the database settings of serve and worker.
@@ -49,7 +56,7 @@ func registerDBFlags(fs *flag.FlagSet) dbFlags {
 		url: databaseURLFlag(fs),
 		maxConns: fs.Int("db-max-conns", envInt("ROTA_DB_MAX_CONNS", 0),
 			"most pooled PostgreSQL connections this process opens, plus one for LISTEN; 0 = derived from the work: "+
-				"a worker 4 + one per queue (at most 20), a server 10 (ROTA_DB_MAX_CONNS)"),
+				"a worker 4 + one per queue (+4 in SQS mode; at most 20), a server 10 (ROTA_DB_MAX_CONNS)"),
 		listenURL: fs.String("db-listen-url", envOr("ROTA_DB_LISTEN_URL", ""),
 			"PostgreSQL URL of the LISTEN connection (wake-ups on insert), for a pool behind PgBouncer in transaction mode, "+
 				"which cannot carry LISTEN; empty = --database-url (ROTA_DB_LISTEN_URL)"),

@@ -31,7 +31,7 @@ func TestDBFlags(t *testing.T) {
 	} {
 		flag := c.flag
 		f := dbFlags{url: &c.url, maxConns: &flag}
-		pool, err := newPool(c.url, f.poolSize(workerDefaultConns(1)))
+		pool, err := newPool(c.url, f.poolSize(workerDefaultConns(1, false)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,10 @@ func TestDBFlags(t *testing.T) {
 		}
 		pool.Close()
 	}
-	if got := workerDefaultConns(100); got != maxDefaultConns {
+	if got := workerDefaultConns(1, true); got != 9 {
+		t.Errorf("an SQS-mode worker of one queue gets %d connections, want 9", got)
+	}
+	if got := workerDefaultConns(100, false); got != maxDefaultConns {
 		t.Errorf("a worker of 100 queues gets %d connections, want the cap %d", got, maxDefaultConns)
 	}
 }

@@ -75,7 +75,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 
-	pool, st, err := db.open(ctx, workerDefaultConns(len(queueLimits)), logger)
+	pool, st, err := db.open(ctx, workerDefaultConns(len(queueLimits), *mode == "sqs"), logger)
 	if err != nil {
 		return err
 	}
