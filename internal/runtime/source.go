@@ -50,16 +50,18 @@ type Settled struct {
 }
 
 // IdleFetcher is a Source whose Fetch may wait long for work (an SQS long poll) and that
-// can wait without slots. For a queue whose last Fetch found nothing, the runtime calls
-// FetchIdle instead of Fetch, without reserving a slot first, so that idle queues hold
-// none of the worker's capacity however many there are.
+// can wait without slots. For an idle queue (its last Fetch found nothing and none of its
+// tasks runs), the runtime calls FetchIdle instead of Fetch, without reserving a slot
+// first, so that idle queues hold none of the worker's capacity however many there are.
 type IdleFetcher interface {
-	// FetchIdle waits for work of queue, as Fetch does, then calls reserve once with how
-	// many tasks it could deliver; reserve takes up to that many slots at once, never
-	// waiting, and returns how many it took (maybe 0). FetchIdle claims and returns at
-	// most that many tasks and hands back whatever else it received at once (SQS: the
-	// messages visible again). It need not call reserve when it received nothing.
-	FetchIdle(ctx context.Context, queue string, reserve func(n int) int) ([]Delivery, error)
+	// FetchIdle waits for work of queue, as Fetch does, for up to max tasks (the slots
+	// free when it was called, reserved by nobody), then calls reserve with how many
+	// tasks it could deliver; reserve takes up to that many slots at once, never waiting,
+	// and returns how many it took (maybe 0: the slots went to other queues meanwhile).
+	// FetchIdle claims and returns at most that many tasks and hands back whatever else
+	// it received at once (SQS: the messages visible again). It need not call reserve
+	// when it received nothing.
+	FetchIdle(ctx context.Context, queue string, max int, reserve func(n int) int) ([]Delivery, error)
 }
 
 // runSource is a fetcher's loop when the worker has a Source: there is no poll timer and
@@ -69,9 +71,11 @@ type IdleFetcher interface {
 // Slots are reserved before Fetch, and a Fetch may wait long for work (an SQS long poll
 // lasts up to 20 s). So that an idle queue does not sit on capacity that a busy queue
 // sharing the worker needs, a loop whose last Fetch found nothing waits for work alone
-// (idleTurn: one loop of the queue at a time), and without any slot when the source is
-// an IdleFetcher: slots are reserved only for what the long poll brought (fetchIdle). A
-// source that is not waits with one slot. Seen in a test before the first rule: an idle
+// (idleTurn: one loop of the queue at a time), and, when the source is an IdleFetcher
+// and none of the queue's tasks runs, without any slot: slots are reserved only for what
+// the long poll brought (fetchIdle). Otherwise it waits with one slot: a queue with work
+// running is not idle, and the slot spares the source handing back messages that the
+// queue's own busy loops' reservations left no room for. Seen in a test before the first rule: an idle
 // queue's 4 loops held all 20 slots of a worker through their long polls while a busy
 // queue of the same worker sat on hundreds of unreceived messages; before the second, a
 // worker serving 50 queues, 49 of them idle, kept 49 of its 100 slots waiting on idle
@@ -99,7 +103,7 @@ func (f *fetcher) runSource(ctx context.Context) {
 		var err error
 		var n int
 		start := time.Now()
-		if idle && canWaitIdle && !gaveBack {
+		if idle && canWaitIdle && !gaveBack && w.capacity.inUse(f.queue) == 0 {
 			r, ok := f.fetchIdle(ctx, idleSrc)
 			f.idleTurn <- struct{}{}
 			if !ok {
@@ -173,7 +177,8 @@ func (f *fetcher) fetchIdle(ctx context.Context, src IdleFetcher) (idleFetch, bo
 	}
 	w.capacity.signalFreed(f.queue) // pass the wake-up on, as reserveForFetch does
 	var r idleFetch
-	r.deliveries, r.err = src.FetchIdle(ctx, f.queue, func(n int) int {
+	want := max(1, min(w.capacity.free(f.queue), w.cfg.FetchBatch))
+	r.deliveries, r.err = src.FetchIdle(ctx, f.queue, want, func(n int) int {
 		got := w.capacity.reserve(f.queue, min(n, w.cfg.FetchBatch-r.reserved))
 		r.reserved += got
 		r.gaveBack = r.gaveBack || got < n

@@ -375,7 +375,7 @@ func (s *idleFetcherSource) Fetch(ctx context.Context, queue string, max int) ([
 	return nil, nil
 }
 
-func (s *idleFetcherSource) FetchIdle(ctx context.Context, queue string, reserve func(int) int) ([]runtime.Delivery, error) {
+func (s *idleFetcherSource) FetchIdle(ctx context.Context, queue string, max int, reserve func(int) int) ([]runtime.Delivery, error) {
 	if queue == "busy" {
 		ds, err := s.fakeSource.Fetch(ctx, queue, 1)
 		if len(ds) == 0 || err != nil {

@@ -70,11 +70,15 @@ func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Deliv
 }
 
 // FetchIdle is Fetch for an idle queue, whose loop holds no slot (runtime.IdleFetcher):
-// it long-polls for WaitSeconds, then reserves slots for what it received and claims
-// that many; the messages it got no slot for are made visible again at once
+// it long-polls for up to min(max, 10) messages for WaitSeconds, then reserves slots
+// for what it received and claims that many; the messages it got no slot for (other
+// queues took the free slots meanwhile) are made visible again at once
 // (ChangeMessageVisibility 0), for this worker's next fetch or another worker.
-func (s *Source) FetchIdle(ctx context.Context, rq string, reserve func(n int) int) ([]runtime.Delivery, error) {
-	url, msgs, err := s.receive(ctx, rq, maxBatch, s.cfg.WaitSeconds)
+func (s *Source) FetchIdle(ctx context.Context, rq string, max int, reserve func(n int) int) ([]runtime.Delivery, error) {
+	if max < 1 {
+		return nil, nil
+	}
+	url, msgs, err := s.receive(ctx, rq, min(max, maxBatch), s.cfg.WaitSeconds)
 	if err != nil || len(msgs) == 0 {
 		return nil, err
 	}
