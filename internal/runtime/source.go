@@ -54,13 +54,13 @@ type Settled struct {
 // tasks runs), the runtime calls FetchIdle instead of Fetch, without reserving a slot
 // first, so that idle queues hold none of the worker's capacity however many there are.
 type IdleFetcher interface {
-	// FetchIdle waits for work of queue, as Fetch does, for up to max tasks (the slots
-	// free when it was called, reserved by nobody), then calls reserve with how many
-	// tasks it could deliver; reserve takes up to that many slots at once, never waiting,
-	// and returns how many it took (maybe 0: the slots went to other queues meanwhile).
-	// FetchIdle claims and returns at most that many tasks and hands back whatever else
-	// it received at once (SQS: the messages visible again). It need not call reserve
-	// when it received nothing.
+	// FetchIdle waits for work of queue, as Fetch does, for up to max tasks (a hint: the
+	// slots free, or held for this call, when it was made), then calls reserve once with
+	// how many tasks it could deliver; reserve returns how many slots it may use, up to
+	// that many (the slots held for it, then free ones taken at once, never waiting;
+	// maybe 0: other queues took them meanwhile). FetchIdle claims and returns at most
+	// that many tasks and hands back whatever else it received at once (SQS: the
+	// messages visible again). It need not call reserve when it received nothing.
 	FetchIdle(ctx context.Context, queue string, max int, reserve func(n int) int) ([]Delivery, error)
 }
 
@@ -75,11 +75,11 @@ type IdleFetcher interface {
 // and none of the queue's tasks runs, without any slot: slots are reserved only for what
 // the long poll brought (fetchIdle). Otherwise it waits with one slot: a queue with work
 // running is not idle, and the slot spares the source handing back messages that the
-// queue's own busy loops' reservations left no room for. Seen in a test before the first rule: an idle
-// queue's 4 loops held all 20 slots of a worker through their long polls while a busy
-// queue of the same worker sat on hundreds of unreceived messages; before the second, a
-// worker serving 50 queues, 49 of them idle, kept 49 of its 100 slots waiting on idle
-// long polls (docs/performance.md).
+// queue's own busy loops' reservations left no room for. Seen in a test before the
+// first rule: an idle queue's 4 loops held all 20 slots of a worker through their long
+// polls while a busy queue of the same worker sat on hundreds of unreceived messages;
+// before the second, a worker serving 50 queues, 49 of them idle, kept 49 of its 100
+// slots waiting on idle long polls (docs/performance.md).
 func (f *fetcher) runSource(ctx context.Context) {
 	w := f.w
 	src := w.cfg.Source
@@ -103,8 +103,9 @@ func (f *fetcher) runSource(ctx context.Context) {
 		var err error
 		var n int
 		start := time.Now()
-		if idle && canWaitIdle && !gaveBack && w.capacity.inUse(f.queue) == 0 {
-			r, ok := f.fetchIdle(ctx, idleSrc)
+		if idle && canWaitIdle {
+			holdSlot := gaveBack || w.capacity.inUse(f.queue) > 0
+			r, ok := f.fetchIdle(ctx, idleSrc, holdSlot)
 			f.idleTurn <- struct{}{}
 			if !ok {
 				return
@@ -123,7 +124,6 @@ func (f *fetcher) runSource(ctx context.Context) {
 			if idle {
 				f.idleTurn <- struct{}{}
 			}
-			gaveBack = false
 		}
 		if len(deliveries) > n {
 			// A source bug; running more than was reserved would break the capacity
@@ -166,21 +166,35 @@ type idleFetch struct {
 	err        error
 }
 
-// fetchIdle is an idle loop's wait for work through an IdleFetcher: it waits for a free
-// slot (a worker with none would only hand back what it received), then long-polls
-// holding none, and reserves slots only for what arrived. It reports false when ctx
-// ended.
-func (f *fetcher) fetchIdle(ctx context.Context, src IdleFetcher) (idleFetch, bool) {
+// fetchIdle is an idle loop's wait for work through an IdleFetcher. It waits for a free
+// slot (a worker with none would only hand back what it received); then, unless
+// holdSlot, it long-polls holding none and reserves slots only for what arrived. With
+// holdSlot it reserves one slot first and asks for one task, as a source that is not an
+// IdleFetcher waits: the queue has tasks running, or its last idle fetch had to hand
+// work back. It reports false when ctx ended.
+func (f *fetcher) fetchIdle(ctx context.Context, src IdleFetcher, holdSlot bool) (idleFetch, bool) {
 	w := f.w
-	if !f.waitForSlots(ctx) {
-		return idleFetch{}, false
-	}
-	w.capacity.signalFreed(f.queue) // pass the wake-up on, as reserveForFetch does
 	var r idleFetch
-	want := max(1, min(w.capacity.free(f.queue), w.cfg.FetchBatch))
+	want := 1
+	if holdSlot {
+		n, ok := f.reserveForFetch(ctx, true)
+		if !ok {
+			return idleFetch{}, false
+		}
+		r.reserved = n
+	} else {
+		if !f.waitForSlots(ctx) {
+			return idleFetch{}, false
+		}
+		w.capacity.signalFreed(f.queue) // pass the wake-up on, as reserveForFetch does
+		want = max(1, min(w.capacity.free(f.queue), w.cfg.FetchBatch))
+	}
 	r.deliveries, r.err = src.FetchIdle(ctx, f.queue, want, func(n int) int {
-		got := w.capacity.reserve(f.queue, min(n, w.cfg.FetchBatch-r.reserved))
-		r.reserved += got
+		n = min(n, w.cfg.FetchBatch)
+		if n > r.reserved {
+			r.reserved += w.capacity.reserve(f.queue, n-r.reserved)
+		}
+		got := min(n, r.reserved)
 		r.gaveBack = r.gaveBack || got < n
 		return got
 	})
