@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -95,21 +94,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // openPool connects to PostgreSQL and checks the connection, so a bad URL fails at once
 // with one line rather than on first use.
 func openPool(ctx context.Context, dbURL string) (*pgxpool.Pool, error) {
-	if dbURL == "" {
-		return nil, usagef("no database: set --database-url or ROTA_DATABASE_URL")
-	}
-	cfg, err := pgxpool.ParseConfig(dbURL)
+	pool, err := newPool(dbURL, 0)
 	if err != nil {
-		return nil, usagef("--database-url: %v", err)
-	}
-	// pgxpool's default (4 connections on this machine's 2 cores) starves a worker whose
-	// fetchers, committer and heartbeats run at once; the URL's pool_max_conns still wins.
-	if _, set := cfg.ConnConfig.RuntimeParams["pool_max_conns"]; !set && !strings.Contains(dbURL, "pool_max_conns") {
-		cfg.MaxConns = 20
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to database: %w", err)
+		return nil, err
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()

@@ -102,7 +102,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var logs logFlags
 	logs.register(fs)
 	srvFlags := registerServerFlags(fs)
-	dbURL := databaseURLFlag(fs)
+	db := registerDBFlags(fs)
 	mode := fs.String("mode", envOr("ROTA_MODE", "poll"), "delivery mode: poll or sqs (ROTA_MODE)")
 	migrate := fs.Bool("migrate", envBool("ROTA_MIGRATE", false), "apply pending migrations at start (ROTA_MIGRATE)")
 	reapInterval := fs.Duration("reap-interval", envDuration("ROTA_REAP_INTERVAL", runtime.DefaultReapInterval), "how often expired leases are reaped (ROTA_REAP_INTERVAL)")
@@ -123,6 +123,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usagef("serve: unexpected argument %q", fs.Arg(0))
 	}
 	if err := srvFlags.check(); err != nil {
+		return err
+	}
+	if err := db.check(); err != nil {
 		return err
 	}
 	switch *mode {
@@ -148,16 +151,17 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 
-	pool, err := openPool(ctx, *dbURL)
+	pool, st, err := db.open(ctx, serveBaseConns, logger)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	if err := ensureSchema(ctx, pool, *migrate, stdout); err != nil {
+	defer st.Close()
+	if err := waitForDatabase(ctx, logger, "check the schema", func(ctx context.Context) error {
+		return ensureSchema(ctx, pool, *migrate, stdout)
+	}); err != nil {
 		return err
 	}
-	st := postgres.New(pool)
-	defer st.Close()
 
 	front, err := srvFlags.frontEnd(st, logger)
 	if err != nil {

@@ -43,6 +43,8 @@ func TestBadSQSFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"serve", "--mode", "sqs", "--enqueue-batch", "1001"}, "--enqueue-batch must be between 1 and 1000"},
 		{[]string{"serve", "--mode", "sqs", "--enqueue-interval", "0s"}, "--enqueue-interval must be positive"},
 		{[]string{"serve", "--mode", "sqs", "--redelivery-timeout", "-1s"}, "--redelivery-timeout must be positive"},
+		{[]string{"serve", "--sqs-loss-check-interval", "10s"}, "--sqs-loss-check-interval: not used with --mode poll"},
+		{[]string{"serve", "--mode", "sqs", "--sqs-loss-check-interval", "0s"}, "--sqs-loss-check-interval must be positive"},
 		{[]string{"serve", "--mode", "sqs", "--queues", "a,a"}, "listed twice"},
 		{[]string{"serve", "--mode", "sqs", "--queues", "ns:jobs"}, `"rota-ns:jobs" is not a valid SQS queue name`},
 	}

@@ -105,9 +105,10 @@ type sqsServeFlags struct {
 	enqueueInterval   *time.Duration
 	enqueueBatch      *int
 	redeliveryTimeout *time.Duration
+	lossCheck         *time.Duration
 }
 
-var sqsServeFlagNames = append([]string{"queues", "enqueue-interval", "enqueue-batch", "redelivery-timeout"}, sqsFlagNames...)
+var sqsServeFlagNames = append([]string{"queues", "enqueue-interval", "enqueue-batch", "redelivery-timeout", "sqs-loss-check-interval"}, sqsFlagNames...)
 
 func registerSQSServeFlags(fs *flag.FlagSet) sqsServeFlags {
 	return sqsServeFlags{
@@ -120,6 +121,8 @@ func registerSQSServeFlags(fs *flag.FlagSet) sqsServeFlags {
 			fmt.Sprintf("--mode sqs: most task ids sent per round, 1 to %d (ROTA_ENQUEUE_BATCH)", store.MaxListLimit)),
 		redeliveryTimeout: fs.Duration("redelivery-timeout", envDuration("ROTA_REDELIVERY_TIMEOUT", sqsmode.DefaultRedeliverAfter),
 			"--mode sqs: an ENQUEUED task whose message was sent this long ago without being claimed is sent again; keep it above how long messages wait in SQS under load (ROTA_REDELIVERY_TIMEOUT)"),
+		lossCheck: fs.Duration("sqs-loss-check-interval", envDuration("ROTA_SQS_LOSS_CHECK_INTERVAL", sqsmode.DefaultLossCheckInterval),
+			"--mode sqs: how often each SQS queue is checked for having lost its messages (purged, re-created), whose tasks are then sent again at once; negative = off (ROTA_SQS_LOSS_CHECK_INTERVAL)"),
 	}
 }
 
@@ -151,6 +154,8 @@ func (f sqsServeFlags) check() error {
 		return usagef("--enqueue-batch must be between 1 and %d", store.MaxListLimit)
 	case *f.redeliveryTimeout <= 0:
 		return usagef("--redelivery-timeout must be positive")
+	case *f.lossCheck == 0:
+		return usagef("--sqs-loss-check-interval must be positive, or negative to turn the check off")
 	}
 	return nil
 }
@@ -173,7 +178,7 @@ func (f sqsServeFlags) enqueuer(ctx context.Context, mode string, st store.Store
 		return nil, err
 	}
 	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: client, Queues: queues,
-		BatchSize: *f.enqueueBatch, Interval: *f.enqueueInterval, RedeliverAfter: *f.redeliveryTimeout,
+		BatchSize: *f.enqueueBatch, Interval: *f.enqueueInterval, RedeliverAfter: *f.redeliveryTimeout, LossCheckInterval: *f.lossCheck,
 		Metrics: sqsmode.NewMetrics(reg), Logger: logger})
 	if err != nil {
 		return nil, usagef("serve: %v", err)
@@ -193,7 +198,7 @@ func registerSQSWorkerFlags(fs *flag.FlagSet) sqsWorkerFlags {
 	return sqsWorkerFlags{
 		sqsFlags: registerSQSFlags(fs),
 		wait: fs.Int("sqs-wait", envInt("ROTA_SQS_WAIT", sqsmode.DefaultWaitSeconds),
-			"--mode sqs: long-poll seconds of each receive, 1 to 20 (ROTA_SQS_WAIT)"),
+			"--mode sqs: long-poll seconds of an idle queue's receive, 1 to 20; a busy queue's wait at most 1 (ROTA_SQS_WAIT)"),
 	}
 }
 

@@ -19,7 +19,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("worker", stderr)
 	var logs logFlags
 	logs.register(fs)
-	dbURL := databaseURLFlag(fs)
+	db := registerDBFlags(fs)
 	mode := fs.String("mode", envOr("ROTA_MODE", "poll"), "delivery mode: poll (claim from PostgreSQL) or sqs (ROTA_MODE)")
 	queues := fs.String("queues", envOr("ROTA_QUEUES", "default"), "queues to work, comma-separated; queue=N caps that queue's concurrent handlers (ROTA_QUEUES)")
 	concurrency := fs.Int("concurrency", envInt("ROTA_CONCURRENCY", 0), "handler goroutines in this process (ROTA_CONCURRENCY; 0 = the runtime default)")
@@ -68,22 +68,26 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *concurrency < 0 {
 		return usagef("--concurrency must be 0 or more")
 	}
+	if err := db.check(); err != nil {
+		return err
+	}
 	logger, err := logs.logger(stderr)
 	if err != nil {
 		return err
 	}
 
-	pool, err := openPool(ctx, *dbURL)
+	pool, st, err := db.open(ctx, workerDefaultConns(len(queueLimits), *mode == "sqs"), logger)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	defer st.Close()
 	// A worker never migrates; it runs only on the schema it was built for.
-	if err := postgres.CheckSchema(ctx, pool); err != nil {
+	if err := waitForDatabase(ctx, logger, "check the schema", func(ctx context.Context) error {
+		return postgres.CheckSchema(ctx, pool)
+	}); err != nil {
 		return err
 	}
-	st := postgres.New(pool)
-	defer st.Close()
 
 	mux := runtime.NewMux()
 	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts), DenyPrivate: *denyPrivate})

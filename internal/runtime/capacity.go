@@ -80,3 +80,11 @@ func (c *capacity) signalFreed(q string) {
 
 // freed returns the channel signalled when a slot frees up, for queue q's fetcher.
 func (c *capacity) freed(q string) <-chan struct{} { return c.queues[q].freed }
+
+// inUse reports how many slots queue q holds now: reserved by its fetchers or running
+// its handlers.
+func (c *capacity) inUse(q string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queues[q].used
+}

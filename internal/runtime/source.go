@@ -49,24 +49,48 @@ type Settled struct {
 	Result   store.OutcomeResult // what the store did: the new status, or ErrLeaseLost
 }
 
+// IdleFetcher is a Source whose Fetch may wait long for work (an SQS long poll) and that
+// can wait without slots. For an idle queue (its last Fetch found nothing and none of its
+// tasks runs), the runtime calls FetchIdle instead of Fetch, without reserving a slot
+// first, so that idle queues hold none of the worker's capacity however many there are.
+type IdleFetcher interface {
+	// FetchIdle waits for work of queue, as Fetch does, for up to max tasks (a hint: the
+	// slots free, or held for this call, when it was made), then calls reserve once with
+	// how many tasks it could deliver; reserve returns how many slots it may use, up to
+	// that many (the slots held for it, then free ones taken at once, never waiting;
+	// maybe 0: other queues took them meanwhile). FetchIdle claims and returns at most
+	// that many tasks and hands back whatever else it received at once (SQS: the
+	// messages visible again). It need not call reserve when it received nothing.
+	FetchIdle(ctx context.Context, queue string, max int, reserve func(n int) int) ([]Delivery, error)
+}
+
 // runSource is a fetcher's loop when the worker has a Source: there is no poll timer and
 // no wake-up, because Fetch itself waits for work. It asks for as many tasks as there are
 // free slots, up to FetchBatch.
 //
 // Slots are reserved before Fetch, and a Fetch may wait long for work (an SQS long poll
 // lasts up to 20 s). So that an idle queue does not sit on capacity that a busy queue
-// sharing the worker needs, a loop whose last Fetch found nothing waits for work with one
-// slot, and only one loop of the queue does so at a time (idleTurn): an idle queue holds
-// one slot. Seen in a test before this: an idle queue's 4 loops held all 20 slots of a
-// worker through their long polls and re-took each as its poll ended, while a busy queue
-// of the same worker sat on hundreds of unreceived messages.
+// sharing the worker needs, a loop whose last Fetch found nothing waits for work alone
+// (idleTurn: one loop of the queue at a time), and, when the source is an IdleFetcher
+// and none of the queue's tasks runs, without any slot: slots are reserved only for what
+// the long poll brought (fetchIdle). Otherwise it waits with one slot: a queue with work
+// running is not idle, and the slot spares the source handing back messages that the
+// queue's own busy loops' reservations left no room for. Seen in a test before the
+// first rule: an idle queue's 4 loops held all 20 slots of a worker through their long
+// polls while a busy queue of the same worker sat on hundreds of unreceived messages;
+// before the second, a worker serving 50 queues, 49 of them idle, kept 49 of its 100
+// slots waiting on idle long polls (docs/performance.md).
 func (f *fetcher) runSource(ctx context.Context) {
 	w := f.w
 	src := w.cfg.Source
+	idleSrc, canWaitIdle := src.(IdleFetcher)
 	failures := 0
 	// Whether the last Fetch found nothing. A loop starts idle: a queue proves it has work
 	// before its loops take batches of slots.
 	idle := true
+	// Whether the last idle fetch had to hand work back for want of a slot: then the next
+	// one waits with a slot, or busy queues would win every freed slot before it.
+	gaveBack := false
 	for {
 		if idle {
 			select {
@@ -75,17 +99,31 @@ func (f *fetcher) runSource(ctx context.Context) {
 			case <-f.idleTurn:
 			}
 		}
-		n, ok := f.reserveForFetch(ctx, idle)
-		if !ok {
+		var deliveries []Delivery
+		var err error
+		var n int
+		start := time.Now()
+		if idle && canWaitIdle {
+			holdSlot := gaveBack || w.capacity.inUse(f.queue) > 0
+			r, ok := f.fetchIdle(ctx, idleSrc, holdSlot)
+			f.idleTurn <- struct{}{}
+			if !ok {
+				return
+			}
+			deliveries, n, err, gaveBack = r.deliveries, r.reserved, r.err, r.gaveBack
+		} else {
+			var ok bool
+			n, ok = f.reserveForFetch(ctx, idle)
+			if !ok {
+				if idle {
+					f.idleTurn <- struct{}{}
+				}
+				return
+			}
+			deliveries, err = src.Fetch(ctx, f.queue, n)
 			if idle {
 				f.idleTurn <- struct{}{}
 			}
-			return
-		}
-		start := time.Now()
-		deliveries, err := src.Fetch(ctx, f.queue, n)
-		if idle {
-			f.idleTurn <- struct{}{}
 		}
 		if len(deliveries) > n {
 			// A source bug; running more than was reserved would break the capacity
@@ -118,6 +156,49 @@ func (f *fetcher) runSource(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// idleFetch is what one fetchIdle brought.
+type idleFetch struct {
+	deliveries []Delivery
+	reserved   int  // slots reserved for them
+	gaveBack   bool // the source asked for more slots than it got
+	err        error
+}
+
+// fetchIdle is an idle loop's wait for work through an IdleFetcher. It waits for a free
+// slot (a worker with none would only hand back what it received); then, unless
+// holdSlot, it long-polls holding none and reserves slots only for what arrived. With
+// holdSlot it reserves one slot first and asks for one task, as a source that is not an
+// IdleFetcher waits: the queue has tasks running, or its last idle fetch had to hand
+// work back. It reports false when ctx ended.
+func (f *fetcher) fetchIdle(ctx context.Context, src IdleFetcher, holdSlot bool) (idleFetch, bool) {
+	w := f.w
+	var r idleFetch
+	want := 1
+	if holdSlot {
+		n, ok := f.reserveForFetch(ctx, true)
+		if !ok {
+			return idleFetch{}, false
+		}
+		r.reserved = n
+	} else {
+		if !f.waitForSlots(ctx) {
+			return idleFetch{}, false
+		}
+		w.capacity.signalFreed(f.queue) // pass the wake-up on, as reserveForFetch does
+		want = max(1, min(w.capacity.free(f.queue), w.cfg.FetchBatch))
+	}
+	r.deliveries, r.err = src.FetchIdle(ctx, f.queue, want, func(n int) int {
+		n = min(n, w.cfg.FetchBatch)
+		if n > r.reserved {
+			r.reserved += w.capacity.reserve(f.queue, n-r.reserved)
+		}
+		got := min(n, r.reserved)
+		r.gaveBack = r.gaveBack || got < n
+		return got
+	})
+	return r, true
 }
 
 // reserveForFetch waits for free slots and reserves them for one Fetch: up to

@@ -350,3 +350,108 @@ func TestIdleQueueHoldsOneSlotWhileWaitingForWork(t *testing.T) {
 		t.Errorf("idle queue: polled with up to %d slots, by up to %d loops at once; want 1 and 1", src.largest, src.most)
 	}
 }
+
+// idleFetcherSource is an idleQueueSource that is also a runtime.IdleFetcher: its idle
+// queues' FetchIdle waits like a long poll and never finds work; other queues' idle
+// fetches take the ids pushed into the fakeSource, reserving slots for them.
+type idleFetcherSource struct {
+	*idleQueueSource
+	idleWaits int // FetchIdle calls of "idle*" queues running at once, now
+}
+
+// Fetch of an "idle*" queue (with slots reserved) waits like a long poll that finds
+// nothing.
+func (s *idleFetcherSource) Fetch(ctx context.Context, queue string, max int) ([]runtime.Delivery, error) {
+	if queue == "busy" {
+		return s.fakeSource.Fetch(ctx, queue, max)
+	}
+	s.mu.Lock()
+	s.idleWaits++
+	s.mu.Unlock()
+	<-ctx.Done()
+	s.mu.Lock()
+	s.idleWaits--
+	s.mu.Unlock()
+	return nil, nil
+}
+
+func (s *idleFetcherSource) FetchIdle(ctx context.Context, queue string, max int, reserve func(int) int) ([]runtime.Delivery, error) {
+	if queue == "busy" {
+		ds, err := s.fakeSource.Fetch(ctx, queue, 1)
+		if len(ds) == 0 || err != nil {
+			return nil, err
+		}
+		if reserve(len(ds)) < len(ds) {
+			// This test keeps a slot free for every busy task; a real source would give
+			// the message back.
+			return nil, errors.New("no slot for a received task")
+		}
+		return ds, nil
+	}
+	s.mu.Lock()
+	s.polls++
+	s.idleWaits++
+	s.mu.Unlock()
+	<-ctx.Done()
+	s.mu.Lock()
+	s.idleWaits--
+	s.mu.Unlock()
+	return nil, nil
+}
+
+// TestIdleQueuesHoldNoSlotWithAnIdleFetcher (issue 12 item 9, SQS half): with a source
+// that can wait without slots, idle queues long-poll holding none, so a busy queue of
+// the same worker can run on every slot. Before, each idle queue's poll held one: with
+// 3 idle queues and 4 slots, the busy queue ran one task at a time.
+func TestIdleQueuesHoldNoSlotWithAnIdleFetcher(t *testing.T) {
+	const slots = 4
+	running := make(chan struct{}, slots)
+	release := make(chan struct{})
+	mux := runtime.NewMux()
+	mux.HandleFunc("wide", func(ctx context.Context, job *runtime.Job) error {
+		running <- struct{}{}
+		<-release
+		return nil
+	})
+	cfg := testConfig(t)
+	cfg.Concurrency = slots
+	cfg.FetchBatch = 10
+	cfg.Queues = map[string]int{"idle1": 0, "idle2": 0, "idle3": 0, "busy": 0}
+	cfg.Store = newMemoryStore(t)
+	src := &idleFetcherSource{idleQueueSource: &idleQueueSource{fakeSource: newFakeSource(cfg.Store)}}
+	cfg.Source = src
+	h := newHarness(t, mux, cfg).start()
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(let) // before the harness stops the worker, on failure too
+
+	waitFor(t, "the idle queues to be polled", func() bool {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		return src.idleWaits == 3
+	})
+	ps := make([]store.CreateParams, slots)
+	for i := range ps {
+		ps[i] = store.CreateParams{Kind: "wide", Queue: "busy"}
+	}
+	ids := h.create(ps...)
+	for _, id := range ids {
+		src.ids <- id
+	}
+	// Every slot runs a busy task at once, while the idle queues still wait for work.
+	for range slots {
+		select {
+		case <-running:
+		case <-time.After(10 * time.Second):
+			src.mu.Lock()
+			waits := src.idleWaits
+			src.mu.Unlock()
+			t.Fatalf("fewer than %d busy tasks ran at once (idle polls waiting: %d)", slots, waits)
+		}
+	}
+	let()
+	waitFor(t, "every busy task settled", func() bool {
+		settled, _ := src.snapshot()
+		return len(settled) == len(ids)
+	})
+}

@@ -32,7 +32,9 @@
 //     enqueued_at cleared); or ENQUEUED and sent longer than the redelivery timeout ago
 //     (the message looks lost). The enqueuer keeps sending such tasks, so a lost
 //     message, a failed send, or an SQS queue that lost everything is healed by the
-//     database, not by SQS. A failed send leaves the task as it was.
+//     database, not by SQS. A failed send leaves the task as it was. A queue that lost
+//     all its messages at once (purged, re-created) is noticed by the loss watch
+//     (losswatch.go), which sends its tasks again without waiting for that timeout.
 //   - Only the claim's conditional UPDATE (status ENQUEUED, due, attempts left) starts
 //     an attempt, so however many messages name a task, one worker runs it at a time,
 //     and every later write is fenced by the claim's lease token.

@@ -73,6 +73,11 @@ type EnqueuerConfig struct {
 	// dead-task events of the queues this enqueuer serves (dlq.go). Each publish call is
 	// bounded by SendTimeout. Default: DefaultDLQInterval.
 	DLQInterval time.Duration
+	// LossCheckInterval is how often the loss watch (losswatch.go) compares each SQS
+	// queue with the database, to send at once the tasks of a queue that lost its
+	// messages (purged, re-created, failed over). Negative turns it off (then only the
+	// redelivery timeout heals such a loss). Default: DefaultLossCheckInterval.
+	LossCheckInterval time.Duration
 	// NoDLQ turns the DLQ relay off: dead letters are still recorded, and stay awaiting
 	// publication for a relay that has it on.
 	NoDLQ bool
@@ -90,7 +95,8 @@ type Enqueuer struct {
 	cfg     EnqueuerConfig
 	id      string // this enqueuer's name in rota.sqs_enqueuers (served.go)
 	senders map[string]*sender
-	dlq     *dlqRelay // nil with NoDLQ
+	dlq     *dlqRelay  // nil with NoDLQ
+	losses  *lossWatch // nil with a negative LossCheckInterval
 	log     *slog.Logger
 }
 
@@ -103,6 +109,7 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 	cfg.SendConcurrency = cmp.Or(cfg.SendConcurrency, DefaultSendConcurrency)
 	cfg.SendTimeout = cmp.Or(cfg.SendTimeout, DefaultSendTimeout)
 	cfg.DLQInterval = cmp.Or(cfg.DLQInterval, DefaultDLQInterval)
+	cfg.LossCheckInterval = cmp.Or(cfg.LossCheckInterval, DefaultLossCheckInterval)
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics(nil)
 	}
@@ -130,6 +137,9 @@ func NewEnqueuer(cfg EnqueuerConfig) (*Enqueuer, error) {
 		e.dlq = &dlqRelay{store: cfg.Store, client: cfg.Client, queue: cfg.Queues.dlq,
 			rotaQueues: cfg.Queues.RotaQueues(), interval: cfg.DLQInterval, timeout: cfg.SendTimeout,
 			metrics: cfg.Metrics, log: cfg.Logger.With("component", "sqs-dlq-relay")}
+	}
+	if cfg.LossCheckInterval > 0 {
+		e.losses = newLossWatch(e, cfg.LossCheckInterval)
 	}
 	for _, rq := range cfg.Queues.RotaQueues() {
 		q, _ := cfg.Queues.forRota(rq)
@@ -182,11 +192,15 @@ func (e *Enqueuer) Run(ctx context.Context) {
 	if e.dlq != nil {
 		wg.Go(func() { e.dlq.run(ctx) })
 	}
+	if e.losses != nil {
+		wg.Go(func() { e.losses.run(ctx) })
+	}
 	for rq, ch := range wake {
 		wg.Go(func() { e.runQueue(ctx, rq, ch) })
 	}
 	e.log.Info("sqs enqueuer started", "queues", e.cfg.Queues.RotaQueues(), "interval", e.cfg.Interval,
-		"batch", e.cfg.BatchSize, "rounds_per_queue", e.cfg.RoundsPerQueue, "redeliver_after", e.cfg.RedeliverAfter)
+		"batch", e.cfg.BatchSize, "rounds_per_queue", e.cfg.RoundsPerQueue, "redeliver_after", e.cfg.RedeliverAfter,
+		"loss_check_interval", e.cfg.LossCheckInterval)
 	wg.Wait()
 }
 

@@ -29,11 +29,14 @@ type Metrics struct {
 	deleteFailures *prometheus.CounterVec
 	dlqPublished   prometheus.Counter
 	dlqFailures    prometheus.Counter
+	queueLosses    *prometheus.CounterVec
+	returned       *prometheus.CounterVec
 
 	stats struct {
 		sent, sendFailures, received, poison, deferred, deleteFailures    atomic.Int64
 		deletedSettled, deletedDuplicate, deletedPoison, deletedMisrouted atomic.Int64
 		dlqPublished, dlqFailures                                         atomic.Int64
+		queueLosses, returned                                             atomic.Int64
 	}
 }
 
@@ -51,6 +54,8 @@ type Stats struct {
 	DeleteFailures   int64 // deletes SQS refused or that failed (the message comes back)
 	DLQPublished     int64
 	DLQFailures      int64
+	QueueLosses      int64 // SQS queues found to have lost their messages (losswatch.go)
+	Returned         int64 // messages an idle queue's poll received with no slot free, made visible again
 }
 
 // NewMetrics registers the SQS metrics with reg (nil: a private registry, as tests
@@ -63,12 +68,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		return metrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
 	}
 	return &Metrics{
-		sent:           counterVec("rota_sqs_messages_sent_total", "Task ids sent to SQS by the enqueuer, by Rota queue.", "queue"),
-		sendFailures:   counterVec("rota_sqs_send_failures_total", "Task ids the enqueuer failed to send (their tasks stay eligible), by Rota queue.", "queue"),
-		received:       counterVec("rota_sqs_messages_received_total", "Messages received by SQS workers, by Rota queue.", "queue"),
-		deleted:        counterVec("rota_sqs_messages_deleted_total", "Messages deleted by SQS workers, by Rota queue and reason (settled, duplicate, poison, misrouted).", "queue", "reason"),
-		poison:         counterVec("rota_sqs_poison_messages_total", "Received messages whose body is not a task id, by Rota queue.", "queue"),
-		deferred:       counterVec("rota_sqs_messages_deferred_total", "Received messages hidden again because their task is not claimable yet, by Rota queue.", "queue"),
+		sent:         counterVec("rota_sqs_messages_sent_total", "Task ids sent to SQS by the enqueuer, by Rota queue.", "queue"),
+		sendFailures: counterVec("rota_sqs_send_failures_total", "Task ids the enqueuer failed to send (their tasks stay eligible), by Rota queue.", "queue"),
+		received:     counterVec("rota_sqs_messages_received_total", "Messages received by SQS workers, by Rota queue.", "queue"),
+		deleted:      counterVec("rota_sqs_messages_deleted_total", "Messages deleted by SQS workers, by Rota queue and reason (settled, duplicate, poison, misrouted).", "queue", "reason"),
+		poison:       counterVec("rota_sqs_poison_messages_total", "Received messages whose body is not a task id, by Rota queue.", "queue"),
+		deferred:     counterVec("rota_sqs_messages_deferred_total", "Received messages hidden again because their task is not claimable yet, by Rota queue.", "queue"),
+		queueLosses: counterVec("rota_sqs_queue_losses_total", "Times an SQS queue was found to have lost its messages "+
+			"(reason: recreated, missing, counts), after which its ENQUEUED tasks are sent again, by Rota queue.", "queue", "reason"),
+		returned: counterVec("rota_sqs_messages_returned_total", "Messages an idle queue's long poll received while the worker "+
+			"had no free slot, made visible again at once, by Rota queue.", "queue"),
 		deleteFailures: counterVec("rota_sqs_delete_failures_total", "Message deletes that failed (the message comes back; the database decides), by Rota queue.", "queue"),
 		dlqPublished: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_dlq_published_total", Help: "Dead-task events published to the SQS dead-letter queue.",
@@ -87,7 +96,8 @@ func (m *Metrics) Stats() Stats {
 		DeletedSettled: s.deletedSettled.Load(), DeletedDuplicate: s.deletedDuplicate.Load(),
 		DeletedPoison: s.deletedPoison.Load(), DeletedMisrouted: s.deletedMisrouted.Load(),
 		Poison: s.poison.Load(), Deferred: s.deferred.Load(), DeleteFailures: s.deleteFailures.Load(),
-		DLQPublished: s.dlqPublished.Load(), DLQFailures: s.dlqFailures.Load(),
+		DLQPublished: s.dlqPublished.Load(), DLQFailures: s.dlqFailures.Load(), QueueLosses: s.queueLosses.Load(),
+		Returned: s.returned.Load(),
 	}
 }
 
@@ -143,4 +153,14 @@ func (m *Metrics) addDLQPublished(n int) {
 func (m *Metrics) addDLQFailures(n int) {
 	m.dlqFailures.Add(float64(n))
 	m.stats.dlqFailures.Add(int64(n))
+}
+
+func (m *Metrics) addQueueLoss(queue, reason string) {
+	m.queueLosses.WithLabelValues(queue, reason).Inc()
+	m.stats.queueLosses.Add(1)
+}
+
+func (m *Metrics) addReturned(queue string, n int) {
+	m.returned.WithLabelValues(queue).Add(float64(n))
+	m.stats.returned.Add(int64(n))
 }

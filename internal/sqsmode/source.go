@@ -39,7 +39,10 @@ type Source struct {
 	deferred   []func()
 }
 
-var _ runtime.Source = (*Source)(nil)
+var (
+	_ runtime.Source      = (*Source)(nil)
+	_ runtime.IdleFetcher = (*Source)(nil)
+)
 
 // receipt is a Delivery's handle on its message.
 type receipt struct {
@@ -47,34 +50,73 @@ type receipt struct {
 	handle   string
 }
 
-// Fetch receives up to min(max, 10) messages of Rota queue rq (a long poll) and claims
-// their tasks in one statement, shared with the claims of the worker's other fetch loops
-// that arrive while one is running (claimBatcher). Messages it cannot use are deleted or
-// hidden again in the background (sortOut), or by the next Fetch when every background
-// slot is busy.
+// Fetch receives up to min(max, 10) messages of Rota queue rq and claims their tasks in
+// one statement, shared with the claims of the worker's other fetch loops that arrive
+// while one is running (claimBatcher). Messages it cannot use are deleted or hidden again
+// in the background (sortOut), or by the next Fetch when every background slot is busy.
+//
+// The runtime has reserved max slots for this call, so its long poll is short
+// (busyWaitSeconds): a queue that runs dry gives its slots back within a second, and its
+// loop then waits for work through FetchIdle, holding none.
 func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Delivery, error) {
-	q, err := s.queues.forRota(rq)
-	if err != nil {
-		return nil, err
-	}
 	if max < 1 {
 		return nil, nil
+	}
+	url, msgs, err := s.receive(ctx, rq, min(max, maxBatch), min(s.cfg.WaitSeconds, busyWaitSeconds))
+	if err != nil || len(msgs) == 0 {
+		return nil, err
+	}
+	return s.claim(ctx, rq, url, msgs)
+}
+
+// FetchIdle is Fetch for an idle queue, whose loop holds no slot (runtime.IdleFetcher):
+// it long-polls for up to min(max, 10) messages for WaitSeconds, then reserves slots
+// for what it received and claims that many; the messages it got no slot for (other
+// queues took the free slots meanwhile) are made visible again at once
+// (ChangeMessageVisibility 0), for this worker's next fetch or another worker.
+func (s *Source) FetchIdle(ctx context.Context, rq string, max int, reserve func(n int) int) ([]runtime.Delivery, error) {
+	if max < 1 {
+		return nil, nil
+	}
+	url, msgs, err := s.receive(ctx, rq, min(max, maxBatch), s.cfg.WaitSeconds)
+	if err != nil || len(msgs) == 0 {
+		return nil, err
+	}
+	n := min(reserve(len(msgs)), len(msgs))
+	if n < len(msgs) {
+		rest := msgs[n:]
+		s.acks.goOrRun(func() { s.giveBack(ctx, rq, url, rest) })
+		msgs = msgs[:n]
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	return s.claim(ctx, rq, url, msgs)
+}
+
+// receive long-polls Rota queue rq's SQS queue for up to max messages, waiting up to
+// wait seconds, with visibility = the lease. It first runs the sorting out deferred by
+// earlier fetches, and creates a queue SQS reports missing (when allowed).
+func (s *Source) receive(ctx context.Context, rq string, max, wait int) (string, []types.Message, error) {
+	q, err := s.queues.forRota(rq)
+	if err != nil {
+		return "", nil, err
 	}
 	s.runDeferred()
 	url, err := q.url(ctx)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	out, err := s.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(url),
-		MaxNumberOfMessages:         int32(min(max, maxBatch)),
-		WaitTimeSeconds:             int32(s.cfg.WaitSeconds),
+		MaxNumberOfMessages:         int32(max),
+		WaitTimeSeconds:             int32(wait),
 		VisibilityTimeout:           visibilitySeconds(s.cfg.LeaseDuration),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil // stopping: nothing was received
+			return "", nil, nil // stopping: nothing was received
 		}
 		if isQueueMissing(err) {
 			if healed, herr := q.heal(ctx, url); herr != nil {
@@ -83,13 +125,34 @@ func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Deliv
 				s.log.Warn("SQS queue was missing; created it again", "queue", rq, "sqs_queue", q.name)
 			}
 		}
-		return nil, fmt.Errorf("receive from SQS queue %q: %w", q.name, err)
+		return "", nil, fmt.Errorf("receive from SQS queue %q: %w", q.name, err)
 	}
-	if len(out.Messages) == 0 {
-		return nil, nil
+	if len(out.Messages) > 0 {
+		s.metrics.addReceived(rq, len(out.Messages))
 	}
-	s.metrics.addReceived(rq, len(out.Messages))
-	return s.claim(ctx, rq, url, out.Messages)
+	return url, out.Messages, nil
+}
+
+// giveBack makes received messages visible again at once: the worker has no slot for
+// their tasks. A message that could not be given back comes back after its visibility
+// timeout instead.
+func (s *Source) giveBack(ctx context.Context, rq, url string, msgs []types.Message) {
+	for _, chunk := range chunks(msgs, maxBatch) {
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(chunk))
+		for i, m := range chunk {
+			entries[i] = types.ChangeMessageVisibilityBatchRequestEntry{
+				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
+			}
+		}
+		cctx, cancel := callContext(ctx, s.cfg.CallTimeout)
+		out, err := s.client.ChangeMessageVisibilityBatch(cctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
+		cancel()
+		if err != nil {
+			s.log.Warn("giving back messages failed; they come back after the lease", "queue", rq, "count", len(chunk), "error", err)
+			continue
+		}
+		s.metrics.addReturned(rq, len(out.Successful))
+	}
 }
 
 // claim claims the tasks the messages name and returns them at once (their leases are

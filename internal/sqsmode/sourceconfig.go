@@ -18,6 +18,10 @@ import (
 // Defaults of SourceConfig.
 const (
 	DefaultWaitSeconds = 20 // SQS's longest long poll: fewest empty receives
+	// busyWaitSeconds is the long poll of a receive for which the runtime reserved slots
+	// (Fetch): a busy queue's receives return at once anyway, and a queue that ran dry
+	// gives its slots back within it, then waits in FetchIdle holding none.
+	busyWaitSeconds = 1
 	// DefaultRetryDelay hides a message whose task is not claimable for a reason that
 	// should pass in moments (its enqueuer has not committed yet, say).
 	DefaultRetryDelay  = 5 * time.Second
@@ -44,7 +48,9 @@ type SourceConfig struct {
 	// received message. Must be the worker's (runtime.Config.LeaseDuration).
 	// Default: runtime.DefaultLeaseDuration.
 	LeaseDuration time.Duration
-	// WaitSeconds is the long poll of each receive, 1 to 20. Default: DefaultWaitSeconds.
+	// WaitSeconds is the long poll of an idle queue's receive (FetchIdle, holding no
+	// slot), 1 to 20; a receive with slots reserved waits at most 1 s. Default:
+	// DefaultWaitSeconds.
 	WaitSeconds int
 	// RetryDelay is how long a message whose task is unexpectedly unclaimable (PENDING,
 	// or due yet not claimed) stays hidden before it is looked at again.

@@ -82,3 +82,36 @@ func (p PublishParams) Validate() error {
 	}
 	return nil
 }
+
+// CountSentParams asks Store.CountSent about Queues.
+type CountSentParams struct {
+	Queues []string // at least one
+	// OlderThan leaves out tasks sent in the last OlderThan (>= 0): their messages may
+	// not show in SQS's approximate counts yet.
+	OlderThan time.Duration
+	// Limit caps each queue's count (1 to MaxCountSent), so that a deep backlog costs a
+	// bounded index scan: a caller comparing counts needs no more than it can act on.
+	Limit int
+}
+
+// MaxCountSent is the highest CountSentParams.Limit.
+const MaxCountSent = 100_000
+
+// Validate reports bad params as ErrInvalid.
+func (p CountSentParams) Validate() error {
+	if len(p.Queues) == 0 {
+		return fmt.Errorf("%w: at least one queue is required", ErrInvalid)
+	}
+	for _, q := range p.Queues {
+		if err := ValidateName("queue", q); err != nil {
+			return err
+		}
+	}
+	if p.OlderThan < 0 {
+		return fmt.Errorf("%w: older than must not be negative, got %s", ErrInvalid, p.OlderThan)
+	}
+	if p.Limit < 1 || p.Limit > MaxCountSent {
+		return fmt.Errorf("%w: limit must be between 1 and %d, got %d", ErrInvalid, MaxCountSent, p.Limit)
+	}
+	return nil
+}

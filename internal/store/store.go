@@ -356,6 +356,13 @@ type Store interface {
 	// them: the queue moved to poll mode, or its last SQS server is gone. Their messages,
 	// if any survive, are duplicates the claim by id turns away. Returns how many.
 	RequeueUnserved(ctx context.Context, limit int) (int, error)
+	// CountSent counts, for each queue of params.Queues, the ENQUEUED tasks whose message
+	// was sent longer than params.OlderThan ago (enqueued_at set and older), at most
+	// params.Limit per queue: what SQS should still hold a message for. SQS mode compares
+	// it with the SQS queue's own message count to notice a queue that lost its messages
+	// (sqsmode's loss watch). Every queue asked for is in the answer, 0 when none.
+	// Invalid params: ErrInvalid.
+	CountSent(ctx context.Context, params CountSentParams) (map[string]int, error)
 	// PublishDeadLetters is the dead-letter outbox of SQS mode. A dead letter awaits
 	// publication when its task went through SQS mode (it had been sent, enqueued_at set),
 	// whichever path ended it. This hands up to params.Limit such dead letters of

@@ -346,3 +346,30 @@ func (s *Store) waitWhileSending(ctx context.Context, ids []uuid.UUID) error {
 		}
 	}
 }
+
+// CountSent counts the ENQUEUED tasks of each queue that SQS should hold a message for;
+// see store.Store. It walks the queue's sent index (stale items skipped).
+func (s *Store) CountSent(ctx context.Context, p store.CountSentParams) (map[string]int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("count sent: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cutoff := s.clock().Add(-p.OlderThan)
+	out := make(map[string]int, len(p.Queues))
+	for _, q := range p.Queues {
+		n := 0
+		if h := s.enq.sent[q]; h != nil {
+			for _, it := range h.items {
+				if n < p.Limit && it.valid() && it.e.task.Status == store.StatusEnqueued && it.at.Before(cutoff) {
+					n++
+				}
+			}
+		}
+		out[q] = n
+	}
+	return out, nil
+}

@@ -143,3 +143,28 @@ func handOut[R any, K comparable](ctx context.Context, s *Store, op, handName st
 	}
 	return marked, handErr
 }
+
+var sqlCountSent = query("count_sent.sql")
+
+// CountSent counts the ENQUEUED tasks of each queue that SQS should hold a message for;
+// see store.Store. Planned per call, like the enqueuer's statements it runs beside.
+func (s *Store) CountSent(ctx context.Context, params store.CountSentParams) (map[string]int, error) {
+	if err := params.Validate(); err != nil {
+		return nil, fmt.Errorf("count sent: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, sqlCountSent, planPerCall, params.Queues, params.OlderThan, params.Limit)
+	if err != nil {
+		return nil, translate("count sent", err)
+	}
+	out := make(map[string]int, len(params.Queues))
+	var queue string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&queue, &n}, func() error {
+		out[queue] = n
+		return nil
+	})
+	if err != nil {
+		return nil, translate("count sent", err)
+	}
+	return out, nil
+}

@@ -57,7 +57,7 @@ func (s *Store) WaitForTasks(ctx context.Context) (<-chan string, error) {
 
 // listen opens a dedicated connection and subscribes it to tasksChannel.
 func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig)
+	conn, err := pgx.ConnectConfig(ctx, s.listenConfig())
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +100,25 @@ func (s *Store) forward(ctx context.Context, conn *pgx.Conn, ch chan<- string) {
 			conn, _ = s.listen(ctx)
 		}
 	}
+}
+
+// ListenWith makes WaitForTasks listen on connections opened with cfg instead of the
+// pool's settings: a pool behind PgBouncer in transaction mode cannot carry LISTEN (the
+// session that listened goes back to PgBouncer's pool after each statement), so the
+// listener needs a direct URL. Call it before WaitForTasks.
+func (s *Store) ListenWith(cfg *pgx.ConnConfig) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listenCfg = cfg
+}
+
+func (s *Store) listenConfig() *pgx.ConnConfig {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listenCfg != nil {
+		return s.listenCfg
+	}
+	return s.pool.Config().ConnConfig
 }
 
 func closeConn(conn *pgx.Conn) {

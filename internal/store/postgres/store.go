@@ -35,6 +35,7 @@ type Store struct {
 	listeners  sync.WaitGroup
 	mu         sync.Mutex
 	closed     bool
+	listenCfg  *pgx.ConnConfig // nil: the pool's (ListenWith)
 }
 
 // New returns a store on pool. The caller owns the pool: Close does not close it.

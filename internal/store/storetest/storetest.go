@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Ping", pingTests},
 		{"Reap", reapTests},
 		{"EnqueueDue", enqueueTests},
+		{"CountSent", countSentTests},
 		{"PublishDeadLetters", outboxTests},
 		{"QueueModes", queueModeTests},
 		{"Attempts", attemptTests},
