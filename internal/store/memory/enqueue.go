@@ -13,13 +13,11 @@ import (
 )
 
 // enqueueIndex is what EnqueueDue reads besides the PENDING claim index, like the
-// PostgreSQL indexes tasks_enqueue_unsent and tasks_enqueue_sent: ENQUEUED tasks that
-// were not sent since they became due (retries, reaped tasks: enqueued_at nil) in claim
-// order, and ENQUEUED tasks already sent, oldest send first. Both use lazy removal like
-// the claim index. The zero value is ready to use.
+// PostgreSQL index tasks_enqueue_sent: ENQUEUED tasks, oldest send first, with lazy
+// removal like the claim index. (Every ENQUEUED task has been sent: retries and reaped
+// tasks go back to PENDING, migration 0009.) The zero value is ready to use.
 type enqueueIndex struct {
-	unsent map[string]*claimQueue
-	sent   map[string]*minHeap[sentItem]
+	sent map[string]*minHeap[sentItem]
 	// sending holds the tasks handed to a send that has not returned, with a channel
 	// closed when it does: the row locks of the PostgreSQL store. Their index items are
 	// out of the indexes meanwhile, so other EnqueueDue calls skip them (SKIP LOCKED),
@@ -47,23 +45,6 @@ func sentOrder(a, b sentItem) bool {
 	return compareIDs(a.e.task.ID, b.e.task.ID) < 0
 }
 
-// unsentItemValid: the task is still ENQUEUED (same seq) and still not sent.
-func unsentItemValid(it claimItem) bool {
-	return it.e.seq == it.seq && it.e.task.EnqueuedAt == nil
-}
-
-func (s *Store) unsentQueue(queue string) *claimQueue {
-	if s.enq.unsent == nil {
-		s.enq.unsent = map[string]*claimQueue{}
-	}
-	cq := s.enq.unsent[queue]
-	if cq == nil {
-		cq = newClaimQueue(unsentItemValid)
-		s.enq.unsent[queue] = cq
-	}
-	return cq
-}
-
 func (s *Store) sentHeap(queue string) *minHeap[sentItem] {
 	if s.enq.sent == nil {
 		s.enq.sent = map[string]*minHeap[sentItem]{}
@@ -80,10 +61,6 @@ func (s *Store) sentHeap(queue string) *minHeap[sentItem] {
 func (s *Store) indexEnqueued(e *entry, now time.Time) {
 	t := &e.task
 	live := int(s.counts[t.Queue][store.StatusEnqueued])
-	if t.EnqueuedAt == nil {
-		s.unsentQueue(t.Queue).push(claimItem{e: e, seq: e.seq, priority: t.Priority, at: t.ScheduledFor, id: t.ID}, now, live)
-		return
-	}
 	h := s.sentHeap(t.Queue)
 	h.Push(sentItem{e: e, seq: e.seq, at: *t.EnqueuedAt})
 	if n := h.Len(); n > 1024 && n > 2*live {
@@ -111,7 +88,6 @@ type enqueueKind int
 
 const (
 	pickedPending enqueueKind = iota // due PENDING, from the claim index
-	pickedUnsent                     // due ENQUEUED never sent since due
 	pickedLost                       // ENQUEUED, sent longer ago than RedeliverAfter
 )
 
@@ -127,8 +103,6 @@ func (p pickedTask) unchanged() bool {
 	switch p.kind {
 	case pickedPending:
 		return p.item.valid()
-	case pickedUnsent:
-		return unsentItemValid(p.item)
 	default:
 		return p.sent.valid()
 	}
@@ -199,8 +173,8 @@ func wrapSendErr(err error) error {
 }
 
 // pickForSend takes up to p.Limit tasks that need a message out of the indexes, in
-// claim order (priority desc, scheduled_for, id): a merge of the due PENDING tasks, the
-// unsent ENQUEUED ones and the oldest-sent ones whose send is older than RedeliverAfter.
+// claim order (priority desc, scheduled_for, id): a merge of the due PENDING tasks and
+// the oldest-sent ENQUEUED ones whose send is older than RedeliverAfter.
 func (s *Store) pickForSend(p store.EnqueueParams) []pickedTask {
 	now := s.clock()
 	cutoff := now.Add(-p.RedeliverAfter)
@@ -241,30 +215,22 @@ func (s *Store) pickForSend(p store.EnqueueParams) []pickedTask {
 	})
 
 	pending := s.claimable[queueStatus{p.Queue, store.StatusPending}]
-	unsent := s.enq.unsent[p.Queue]
 	var out []pickedTask
 	for len(out) < p.Limit {
-		best := -1 // 0 pending, 1 unsent, 2 lost
+		best := -1 // 0 pending, 1 lost
 		var bestItem claimItem
 		if pending != nil {
 			if it, ok := pending.peek(now); ok {
 				best, bestItem = 0, it
 			}
 		}
-		if unsent != nil {
-			if it, ok := unsent.peek(now); ok && (best < 0 || claimOrder(it, bestItem)) {
-				best, bestItem = 1, it
-			}
-		}
 		if len(lost) > 0 && (best < 0 || claimOrder(lost[0].item, bestItem)) {
-			best = 2
+			best = 1
 		}
 		switch best {
 		case 0:
 			out = append(out, pickedTask{kind: pickedPending, item: pending.ready.Pop()})
 		case 1:
-			out = append(out, pickedTask{kind: pickedUnsent, item: unsent.ready.Pop()})
-		case 2:
 			out = append(out, lost[0])
 			lost = lost[1:]
 		default:
@@ -311,8 +277,6 @@ func (s *Store) finishSend(picked []pickedTask, sent []uuid.UUID) int {
 		case pt.kind == pickedPending:
 			cq := s.claimQueue(e.task.Queue, store.StatusPending)
 			cq.push(pt.item, now, cq.live)
-		case pt.kind == pickedUnsent:
-			s.unsentQueue(e.task.Queue).push(pt.item, now, int(s.counts[e.task.Queue][store.StatusEnqueued]))
 		default:
 			s.sentHeap(e.task.Queue).Push(pt.sent)
 		}

@@ -52,8 +52,7 @@ type claimQueue struct {
 	future minHeap[claimItem]
 	ready  minHeap[claimItem]
 	live   int // tasks currently in this queue and status
-	// valid reports whether an item still stands for its task: claimItem.valid here,
-	// unsentItemValid for the enqueuer's index of unsent ENQUEUED tasks (enqueue.go).
+	// valid reports whether an item still stands for its task (claimItem.valid).
 	valid func(claimItem) bool
 }
 

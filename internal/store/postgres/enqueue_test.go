@@ -29,12 +29,13 @@ func fillEnqueueBacklog(tb testing.TB, pool *pgxpool.Pool, q string, finished, s
 		FROM generate_series(1, $2::int) AS g`, q, sent)
 	execTB(tb, pool, `
 		INSERT INTO rota.tasks (id, queue, kind, status, attempt_count, scheduled_for)
-		SELECT gen_random_uuid(), $1, 'k', 'ENQUEUED', 1, now() + interval '10 minutes'
+		SELECT gen_random_uuid(), $1, 'k', 'PENDING', 1, now() + interval '10 minutes'
 		FROM generate_series(1, $2::int)`, q, waiting)
 }
 
-// addDue inserts n tasks of each kind that needs a message: due PENDING, due retries not
-// sent since, and ENQUEUED tasks whose message looks lost (sent an hour ago).
+// addDue inserts n tasks of each kind that needs a message: due PENDING, due retries
+// (PENDING again after an attempt), and ENQUEUED tasks whose message looks lost (sent an
+// hour ago).
 func addDue(tb testing.TB, pool *pgxpool.Pool, q string, n int) {
 	tb.Helper()
 	execTB(tb, pool, `
@@ -42,7 +43,7 @@ func addDue(tb testing.TB, pool *pgxpool.Pool, q string, n int) {
 		SELECT gen_random_uuid(), $1, 'k', 'PENDING', now() - interval '1 second' FROM generate_series(1, $2::int)`, q, n)
 	execTB(tb, pool, `
 		INSERT INTO rota.tasks (id, queue, kind, status, attempt_count, scheduled_for)
-		SELECT gen_random_uuid(), $1, 'k', 'ENQUEUED', 1, now() - interval '1 second' FROM generate_series(1, $2::int)`, q, n)
+		SELECT gen_random_uuid(), $1, 'k', 'PENDING', 1, now() - interval '1 second' FROM generate_series(1, $2::int)`, q, n)
 	execTB(tb, pool, `
 		INSERT INTO rota.tasks (id, queue, kind, status, scheduled_for, enqueued_at)
 		SELECT gen_random_uuid(), $1, 'k', 'ENQUEUED', now() - interval '2 hours', now() - interval '1 hour'

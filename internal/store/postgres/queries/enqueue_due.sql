@@ -3,17 +3,16 @@
 -- redelivery timeout. The caller sends the ids while holding the locks, then marks the
 -- sent ones with enqueue_mark.sql in the same transaction.
 --
--- Three kinds of task need a message, each read through a partial index that holds only
+-- Two kinds of task need a message, each read through a partial index that holds only
 -- candidates, so a round never walks the ENQUEUED tasks whose message is in SQS now:
---   pending: due PENDING tasks (tasks_claim_pending, the poll-mode claim's index);
---   unsent:  due ENQUEUED tasks not sent since they became due, i.e. retries and reaped
---            tasks, which record_outcomes.sql and reap_expired_leases.sql leave with
---            enqueued_at = NULL (tasks_enqueue_unsent);
+--   pending: due PENDING tasks (tasks_claim_pending, the poll-mode claim's index): new
+--            tasks, and retries, reaped and released tasks, which go back to PENDING
+--            without their message (migration 0009);
 --   lost:    ENQUEUED tasks sent more than $3 ago, oldest send first (tasks_enqueue_sent).
 --
--- pending and unsent step through priority levels and stop at the first task not yet
--- due, as claim_tasks.sql does and for its reasons: retries in backoff and delayed tasks
--- wait in those indexes too. FOR UPDATE is not allowed inside a UNION, so each kind is
+-- pending steps through priority levels and stops at the first task not yet due, as
+-- claim_tasks.sql does and for its reasons: retries in backoff and delayed tasks wait in
+-- that index too. FOR UPDATE is not allowed inside a UNION, so each kind is
 -- its own CTE with the claim's proven shape (ordered index scans, LockRows, LIMIT): it
 -- locks rows only as it returns them and steps over rows other enqueuers hold (SKIP
 -- LOCKED). The price: when more
@@ -43,31 +42,6 @@ WITH RECURSIVE pending_levels(priority) AS (
         FOR UPDATE SKIP LOCKED
     ) level
     LIMIT $2
-), unsent_levels(priority) AS (
-    SELECT 32767::smallint
-  UNION ALL
-    SELECT (SELECT t.priority FROM rota.tasks t
-            WHERE t.status = 'ENQUEUED' AND t.enqueued_at IS NULL AND t.queue = $1 AND t.priority < l.priority
-            ORDER BY t.priority DESC LIMIT 1)
-    FROM unsent_levels l
-    WHERE l.priority IS NOT NULL
-), unsent AS (
-    SELECT level.*
-    FROM unsent_levels l
-    CROSS JOIN LATERAL (
-        SELECT id, priority, scheduled_for
-        FROM rota.tasks
-        WHERE status = 'ENQUEUED'
-          AND enqueued_at IS NULL
-          AND queue = $1
-          AND priority = l.priority
-          AND scheduled_for <= now()
-          AND attempt_count < max_attempts
-        ORDER BY scheduled_for, id
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED
-    ) level
-    LIMIT $2
 ), lost AS (
     SELECT id, priority, scheduled_for
     FROM rota.tasks
@@ -83,8 +57,6 @@ WITH RECURSIVE pending_levels(priority) AS (
 SELECT id
 FROM (
     SELECT * FROM pending
-    UNION ALL
-    SELECT * FROM unsent
     UNION ALL
     SELECT * FROM lost
 ) AS due
