@@ -76,8 +76,10 @@ class WorkerProcess:
         self._out: list[str] = []
         self._err: list[str] = []
         self._lock = threading.Lock()
-        for stream, sink in ((self.proc.stdout, self._out), (self.proc.stderr, self._err)):
-            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+        self._pumps = [threading.Thread(target=self._pump, args=(stream, sink), daemon=True)
+                       for stream, sink in ((self.proc.stdout, self._out), (self.proc.stderr, self._err))]
+        for t in self._pumps:
+            t.start()
 
     def _pump(self, stream, sink: list[str]) -> None:
         for line in stream:
@@ -106,3 +108,8 @@ class WorkerProcess:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(10)
+        for t in self._pumps:
+            t.join(5)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream:
+                stream.close()

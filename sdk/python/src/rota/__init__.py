@@ -13,6 +13,8 @@
     worker.run()  # until SIGTERM/SIGINT
 """
 
+import logging
+
 from .client import DEFAULT_SERVER, Client
 from .errors import Cancelled, PermanentError, Retry, RotaError
 from .models import (
@@ -38,3 +40,6 @@ __all__ = [
     "SUCCEEDED", "Task", "TaskContext", "TaskPage", "Worker", "WorkerStats", "parse_time",
 ]
 __version__ = "0.1.0"
+
+# A library logs but leaves the output to the application (logging.basicConfig & co.).
+logging.getLogger("rota").addHandler(logging.NullHandler())
