@@ -92,3 +92,10 @@ class ClientTest(IntegrationTest):
         self.assertEqual(self.client.complete(c.id, c.lease_token).status, "SUCCEEDED")
         self.assertEqual(self.client.claim(self.queue, "py-by-hand", wait_seconds=0.2), [])
         wait_status(self.client, t.id, "SUCCEEDED")
+
+    def test_token_is_sent(self) -> None:
+        if not self.client.token:
+            self.skipTest("the server under test runs without a token")
+        with self.assertRaises(RotaError) as cm:
+            Client(self.client.base_url, token="wrong-" + uuid.uuid4().hex).get(str(uuid.uuid4()))
+        self.assertEqual((cm.exception.status, cm.exception.code), (401, "unauthorized"))
