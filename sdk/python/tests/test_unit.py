@@ -25,6 +25,8 @@ class FakeAPI:
         self.outstanding = 0  # claimed, no outcome yet
         self.peak = 0
         self.claim_limits: list[int] = []
+        self.heartbeats = 0
+        self.lose_leases = False  # heartbeats answer 409 lease_lost
         self.outcomes: list[tuple[str, dict[str, Any]]] = []
         self.headers: list[dict[str, str]] = []
         fake = self
@@ -48,7 +50,12 @@ class FakeAPI:
                 if parts[1] == "queues":
                     self.send_json(200, {"tasks": fake.claim(body["limit"])})
                 elif parts[-1] == "heartbeat":
-                    self.send_json(200, task(parts[2]))
+                    with fake.lock:
+                        fake.heartbeats += 1
+                    if fake.lose_leases:
+                        self.send_json(409, {"error": {"code": "lease_lost", "message": "lease token is not current"}})
+                    else:
+                        self.send_json(200, task(parts[2]))
                 else:
                     with fake.lock:
                         fake.outstanding -= 1
@@ -142,6 +149,25 @@ class WorkerUnitTest(unittest.TestCase):
         self.assertEqual(fake.peak, 3)
         self.assertTrue(all(1 <= n <= 3 for n in fake.claim_limits), fake.claim_limits)
         self.assertEqual({verb for verb, _ in fake.outcomes}, {"complete"})
+
+    def test_lost_lease_stops_the_handler_and_reports_nothing(self) -> None:
+        fake = FakeAPI(total=1)
+        fake.lose_leases = True
+        self.addCleanup(fake.close)
+        w = Worker(Client(fake.url), queues=["q"], concurrency=1, wait_seconds=0, heartbeat_interval=0.05)
+        reasons: list[str | None] = []
+
+        def handler(ctx: TaskContext) -> None:
+            self.assertTrue(ctx.wait(10), "the lost lease never cancelled the context")
+            reasons.append(ctx.cancel_reason)  # then returns normally: success must not be reported
+
+        w.register("block", handler)
+        w.start()
+        self.addCleanup(lambda: (w.stop(), w.join(10)))
+        _support.wait_until("the outcome to be dropped", lambda: w.stats.lease_lost == 1)
+        self.assertEqual(reasons, ["lease_lost"])
+        self.assertEqual(fake.heartbeats, 1)  # no heartbeat after the 409
+        self.assertEqual((fake.outcomes, w.stats.succeeded), ([], 0))
 
     def test_outcome_mapping(self) -> None:
         fake = FakeAPI(total=4)
