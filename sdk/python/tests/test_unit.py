@@ -122,6 +122,8 @@ class ClientUnitTest(unittest.TestCase):
         self.assertEqual(self.fake.headers[-1].get("Authorization"), "Bearer s3cret")
         with unittest.mock.patch.dict("os.environ", {}, clear=True):
             self.assertEqual((Client().base_url, Client().token), ("http://127.0.0.1:8080", None))
+        with unittest.mock.patch.dict("os.environ", {"ROTA_ADDR": "127.0.0.1:9999"}, clear=True):
+            self.assertEqual(Client().base_url, "http://127.0.0.1:9999")
 
     def test_new_task_json(self) -> None:
         self.assertEqual(NewTask("k").to_json(), {"kind": "k"})

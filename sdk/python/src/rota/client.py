@@ -20,7 +20,8 @@ DEFAULT_SERVER = "http://127.0.0.1:8080"
 class Client:
     """Talks to one Rota server.
 
-    ``base_url`` defaults to ``$ROTA_SERVER`` or ``http://127.0.0.1:8080``; ``token`` to
+    ``base_url`` defaults to ``$ROTA_SERVER``, else ``http://$ROTA_ADDR``, else
+    ``http://127.0.0.1:8080`` (as the CLI's client commands do); ``token`` to
     ``$ROTA_API_TOKEN`` (sent as a Bearer token when set). ``timeout`` bounds each request
     in seconds; a long-poll claim adds its wait to it. Every error answer raises
     ``RotaError`` with the API's code, message and HTTP status. A client is safe to share
@@ -28,7 +29,10 @@ class Client:
     """
 
     def __init__(self, base_url: str | None = None, *, token: str | None = None, timeout: float = 30.0) -> None:
-        base = base_url or os.environ.get("ROTA_SERVER") or DEFAULT_SERVER
+        base = base_url or os.environ.get("ROTA_SERVER") or ""
+        if not base:  # like the CLI's client commands: ROTA_SERVER, else http:// + ROTA_ADDR
+            addr = os.environ.get("ROTA_ADDR", "")
+            base = "http://" + addr if addr else DEFAULT_SERVER
         if "://" not in base:
             base = "http://" + base
         self.base_url = base.rstrip("/")
