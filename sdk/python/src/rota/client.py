@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
-import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -205,9 +205,11 @@ class Client:
                 return resp.status, (json.loads(raw) if raw else None)
         except urllib.error.HTTPError as err:
             raise _api_error(err) from None
-        except (urllib.error.URLError, socket.timeout, ConnectionError) as err:
+        except (OSError, http.client.HTTPException) as err:  # URLError, timeouts, resets, cut bodies
             reason = getattr(err, "reason", err)
             raise RotaError("connection_error", f"{method} {self.base_url}{path}: {reason}") from err
+        except ValueError as err:  # a 2xx whose body is not JSON: not Rota, or a proxy in between
+            raise RotaError("invalid_response", f"{method} {self.base_url}{path}: {err}") from err
 
 
 def _seg(value: str) -> str:

@@ -7,8 +7,9 @@ class RotaError(Exception):
     """An error answer of the Rota API, or a failure to reach it.
 
     ``code`` is the API's snake_case error code (``not_found``, ``lease_lost``,
-    ``invalid_request``, ...), or ``"connection_error"`` when no answer arrived;
-    ``status`` is the HTTP status (0 when no answer arrived); ``retry_after`` is the
+    ``invalid_request``, ...), ``"connection_error"`` when no answer arrived, or
+    ``"invalid_response"`` for a success answer that is not JSON; ``status`` is the HTTP
+    status (0 when no answer arrived); ``retry_after`` is the
     ``Retry-After`` header in seconds when the server sent one (429, 503).
     """
 

@@ -308,10 +308,11 @@ class Worker:
             try:
                 tasks = self.client.claim(queue, self.worker_id, limit=n, lease_seconds=self.lease_seconds,
                                           wait_seconds=self.wait_seconds)
-            except RotaError as err:
+            except Exception as err:  # noqa: BLE001 - the claim loop must outlive any error
                 self._release(n)
                 backoff = min(5.0, max(0.2, backoff * 2))
-                pause = err.retry_after if err.retry_after is not None else backoff
+                retry_after = err.retry_after if isinstance(err, RotaError) else None
+                pause = retry_after if retry_after is not None else backoff
                 self.log.warning("claim from queue %s failed: %s; retrying in %.1fs", queue, err, pause)
                 self._stop.wait(pause)
                 continue
@@ -390,7 +391,8 @@ class Worker:
         for pause in (0.5, 1.0, 2.0, None):
             try:
                 result = call()
-            except RotaError as err:
+            except Exception as exc:  # noqa: BLE001 - an unexpected error must not kill the thread
+                err = exc if isinstance(exc, RotaError) else RotaError("client_error", repr(exc))
                 if err.status == 409 or err.status == 404:
                     self._count("lease_lost")
                     self.log.warning("task %s: %s refused (%s); the lease was lost, another worker owns the task",
@@ -412,7 +414,8 @@ class Worker:
         while not att.settled.wait(self.heartbeat_interval):
             try:
                 answer = self.client.heartbeat(task.id, task.lease_token, lease_seconds=self.lease_seconds)
-            except RotaError as err:
+            except Exception as exc:  # noqa: BLE001 - keep heartbeating through transient errors
+                err = exc if isinstance(exc, RotaError) else RotaError("client_error", repr(exc))
                 if att.settled.is_set():
                     return
                 if err.status in (404, 409):
