@@ -61,3 +61,13 @@ class CrashTest(IntegrationTest):
                          [(1, frozen.worker_id, "LEASE_EXPIRED"), (2, other.worker_id, SUCCEEDED)])
         task = self.client.get(t.id)
         self.assertEqual((task.status, task.worker_id), (SUCCEEDED, other.worker_id))
+
+    def test_sigterm_lets_the_running_task_finish(self) -> None:
+        t = self.client.enqueue("slow", queue=self.queue)
+        w = self.spawn("py-term", "--lease", "2", "--sleep", "1", "--grace", "20")
+        w.wait_line(f"started {t.id} 1")
+        w.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(w.proc.wait(30), 0, w.stderr())
+        task = self.client.get(t.id)
+        self.assertEqual((task.status, task.attempt_count, task.worker_id), (SUCCEEDED, 1, w.worker_id))
+        self.assertIn("SIGTERM: stopping", w.stderr())
