@@ -71,3 +71,17 @@ class CrashTest(IntegrationTest):
         task = self.client.get(t.id)
         self.assertEqual((task.status, task.attempt_count, task.worker_id), (SUCCEEDED, 1, w.worker_id))
         self.assertIn("SIGTERM: stopping", w.stderr())
+
+    def test_second_signal_ends_the_grace_and_leaves_the_task_to_the_reaper(self) -> None:
+        t = self.client.enqueue("slow", queue=self.queue, max_attempts=3)
+        w = self.spawn("py-impatient", "--lease", "1", "--sleep", "120", "--grace", "120")
+        w.wait_line(f"started {t.id} 1")
+        w.proc.send_signal(signal.SIGTERM)
+        wait_until("the first SIGTERM to be handled", lambda: "SIGTERM: stopping" in w.stderr())
+        w.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(w.proc.wait(30), 0, w.stderr())  # long before the 120s grace
+        self.assertIn("leaving it to the lease reaper", w.stderr())
+        # Nothing was reported for the abandoned attempt: its lease expires and the reaper
+        # takes the task back.
+        wait_until("the reaper to take the task back",
+                   lambda: [a.outcome for a in self.client.attempts(t.id)] == ["LEASE_EXPIRED"])

@@ -160,6 +160,8 @@ class Worker:
             raise ValueError("concurrency must be at least 1")
         if not 1 <= lease_seconds <= 3600:
             raise ValueError("lease_seconds must be between 1 and 3600")
+        if heartbeat_interval is not None and heartbeat_interval <= 0:
+            raise ValueError("heartbeat_interval must be positive")
         if not 0 <= wait_seconds <= 20:
             raise ValueError("wait_seconds must be between 0 and 20")
         self.client = client or Client()
@@ -262,10 +264,9 @@ class Worker:
 
     def _shutdown(self) -> None:
         deadline = time.monotonic() + self.shutdown_grace
-        for t in self._claimers:  # the claim under way may still hand out tasks: run them
-            t.join(max(0.0, deadline - time.monotonic()))
         with self._slots:
-            while self._running and not self._grace_cut.is_set():
+            # A claim under way may still hand out tasks: they run like the others.
+            while (self._running or any(t.is_alive() for t in self._claimers)) and not self._grace_cut.is_set():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
