@@ -8,6 +8,15 @@ cd "$(dirname "$0")/.."
 
 eval "$(scripts/pg.sh env)"
 
+# Python 3.11+ for the Python SDK's tests (e2e/sdk_python_test.go runs sdk/python/tests;
+# standard library only): Debian 12's python3 is 3.11.
+if ! command -v python3 >/dev/null; then
+  echo "test.sh: installing python3 from Debian" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq python3 >&2
+fi
+
 # Node.js for the npm-based test tools (Debian's nodejs and npm when missing), then fauxqs,
 # the SQS emulator of internal/testutil/sqstest: `npm ci` only when node_modules is missing
 # or older than the lock file.

@@ -1,0 +1,101 @@
+"""Client round trips against a real `rota serve` (see _support)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta, timezone
+
+from _support import IntegrationTest, wait_status
+
+from rota import CANCELED, PENDING, PROCESSING, Client, NewTask, RotaError, parse_time
+
+
+class ClientTest(IntegrationTest):
+    def test_enqueue_get_and_idempotency(self) -> None:
+        key = "k-" + uuid.uuid4().hex
+        t = self.client.enqueue("report.build", {"n": 1}, queue=self.queue, priority=5, max_attempts=3,
+                                timeout_seconds=9, idempotency_key=key)
+        self.assertEqual((t.kind, t.queue, t.status, t.priority, t.max_attempts, t.timeout_seconds),
+                         ("report.build", self.queue, PENDING, 5, 3, 9))
+        self.assertEqual(t.payload, {"n": 1})
+        self.assertEqual(self.client.get(t.id), t)
+
+        again, created = self.client.enqueue_status(NewTask("report.build", {"n": 2}, queue=self.queue,
+                                                            idempotency_key=key))
+        self.assertFalse(created)
+        self.assertEqual(again.id, t.id)
+        _, created = self.client.enqueue_status(NewTask("report.build", queue=self.queue))
+        self.assertTrue(created)
+
+    def test_delay_and_scheduled_for(self) -> None:
+        delayed = self.client.enqueue("x", queue=self.queue, delay_seconds=3600)
+        due = parse_time(delayed.scheduled_for)
+        self.assertGreater(due, datetime.now(timezone.utc) + timedelta(minutes=50))
+        at = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+        scheduled = self.client.enqueue("x", queue=self.queue, scheduled_for=at)
+        self.assertEqual(parse_time(scheduled.scheduled_for), at)
+        with self.assertRaises(ValueError):
+            self.client.enqueue("x", queue=self.queue, delay_seconds=1, scheduled_for=at)
+
+    def test_batch_list_and_paging(self) -> None:
+        made = self.client.enqueue_many([NewTask("a", {"i": i}, queue=self.queue) for i in range(4)]
+                                        + [{"kind": "b", "queue": self.queue}])
+        self.assertEqual(len(made), 5)
+        page = self.client.list(queue=self.queue, limit=2)
+        self.assertEqual(len(page.tasks), 2)
+        self.assertNotEqual(page.next_cursor, "")
+        seen = [t.id for t in self.client.iter_tasks(queue=self.queue, page_size=2)]
+        self.assertEqual(sorted(seen), sorted(t.id for t in made))
+        only_b = self.client.list(queue=self.queue, kind="b")
+        self.assertEqual([t.kind for t in only_b.tasks], ["b"])
+        self.assertEqual(only_b.next_cursor, "")
+        self.assertEqual(len(self.client.list(queue=self.queue, status=[PENDING, CANCELED]).tasks), 5)
+        self.assertEqual(self.client.list(queue=self.queue, status="SUCCEEDED").tasks, [])
+
+    def test_batch_is_all_or_nothing(self) -> None:
+        with self.assertRaises(RotaError) as cm:
+            self.client.enqueue_many([NewTask("ok", queue=self.queue), NewTask("bad kind!", queue=self.queue)])
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_request"))
+        self.assertEqual(self.client.list(queue=self.queue).tasks, [])
+
+    def test_cancel_and_replay(self) -> None:
+        t = self.client.enqueue("x", queue=self.queue)
+        self.assertEqual(self.client.cancel(t.id).status, CANCELED)
+        self.assertEqual(self.client.replay(t.id).status, PENDING)
+        self.assertEqual([a.outcome for a in self.client.attempts(t.id)], ["REPLAYED"])
+        with self.assertRaises(RotaError) as cm:
+            self.client.replay(t.id)
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "illegal_transition"))
+
+    def test_errors_carry_code_message_status(self) -> None:
+        with self.assertRaises(RotaError) as cm:
+            self.client.get(str(uuid.uuid4()))
+        e = cm.exception
+        self.assertEqual((e.status, e.code), (404, "not_found"))
+        self.assertTrue(e.message)
+        with self.assertRaises(RotaError) as cm:
+            Client("http://127.0.0.1:9", timeout=2).get(str(uuid.uuid4()))
+        self.assertEqual((cm.exception.code, cm.exception.status), ("connection_error", 0))
+
+    def test_worker_protocol_by_hand(self) -> None:
+        t = self.client.enqueue("x", queue=self.queue)
+        claimed = self.client.claim(self.queue, "py-by-hand", limit=5, lease_seconds=30)
+        self.assertEqual([c.id for c in claimed], [t.id])
+        c = claimed[0]
+        self.assertEqual((c.status, c.worker_id, c.attempt_count), (PROCESSING, "py-by-hand", 1))
+        self.assertTrue(c.lease_token)
+        self.assertIsNone(self.client.heartbeat(c.id, c.lease_token, lease_seconds=60).cancel_requested_at)
+        with self.assertRaises(RotaError) as cm:
+            self.client.complete(c.id, str(uuid.uuid4()))
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "lease_lost"))
+        self.assertTrue(cm.exception.lease_lost)
+        self.assertEqual(self.client.complete(c.id, c.lease_token).status, "SUCCEEDED")
+        self.assertEqual(self.client.claim(self.queue, "py-by-hand", wait_seconds=0.2), [])
+        wait_status(self.client, t.id, "SUCCEEDED")
+
+    def test_token_is_sent(self) -> None:
+        if not self.client.token:
+            self.skipTest("the server under test runs without a token")
+        with self.assertRaises(RotaError) as cm:
+            Client(self.client.base_url, token="wrong-" + uuid.uuid4().hex).get(str(uuid.uuid4()))
+        self.assertEqual((cm.exception.status, cm.exception.code), (401, "unauthorized"))
