@@ -141,7 +141,21 @@ var (
 	autoExplainDuration = regexp.MustCompile(`duration: ([0-9.]+) ms`)
 	scanNode            = regexp.MustCompile(`(Seq Scan|Parallel Seq Scan|Index Only Scan(?: Backward)?|Index Scan(?: Backward)?|Bitmap Index Scan) (?:using (\S+) )?on (\S+)`)
 	sharedBuffers       = regexp.MustCompile(`Buffers: shared((?: \w+=\d+)+)`)
+	rowsRemoved         = regexp.MustCompile(`Rows Removed by (?:Filter|Index Recheck): (\d+)`)
 )
+
+// MaxRowsRemoved is the most rows one plan node read and threw away: a walk that is not
+// a sequential scan (an index read in id order, filtered) shows here.
+func (e explained) MaxRowsRemoved() int64 {
+	var most int64
+	for _, p := range e.Plans {
+		for _, m := range rowsRemoved.FindAllStringSubmatch(p, -1) {
+			n, _ := strconv.ParseInt(m[1], 10, 64)
+			most = max(most, n)
+		}
+	}
+	return most
+}
 
 // SeqScansTasks reports whether any plan reads rota.tasks sequentially.
 func (e explained) SeqScansTasks() bool {
@@ -482,6 +496,39 @@ func TestScale10M(t *testing.T) {
 	if os.Getenv("ROTA_SCALE_PLANS") != "" {
 		for _, r := range results {
 			t.Logf("== %s\n%s", r.Name, strings.Join(r.Plans, "\n"))
+		}
+	}
+}
+
+// TestStatementsAreIndexBound: every statement Rota runs on a schedule or per request
+// (the list of TestScale10M) reads rota.tasks through an index, on a table of 50,000
+// tasks in the steady-state mix with fresh statistics; and none but the counting ones
+// (Stats) reads and throws away more than 2% of the table in one plan node, which is
+// how a walk of an index in id order that filters out nearly everything shows
+// (status=DEAD&queue=q2&kind=noop walked the whole primary key backwards).
+func TestStatementsAreIndexBound(t *testing.T) {
+	const tasks = 50_000
+	url := pgtest.NewDatabase(t)
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	loadScale(t, pool, tasks, func(string, ...any) {})
+	st, _, take := explainingStore(t, url)
+	linear := map[string]bool{}
+	for _, s := range scaleStatements() {
+		linear[s.Name] = s.Linear
+	}
+	for _, r := range runScaleStatements(t, st, take) {
+		if len(r.Plans) == 0 {
+			t.Errorf("%s: no plan was reported", r.Name)
+		}
+		if r.SeqScansTasks() {
+			t.Errorf("%s scans rota.tasks sequentially:\n%s", r.Name, strings.Join(r.Plans, "\n"))
+		}
+		if n := r.MaxRowsRemoved(); !linear[r.Name] && n > tasks/50 {
+			t.Errorf("%s read and threw away %d rows in one plan node:\n%s", r.Name, n, strings.Join(r.Plans, "\n"))
 		}
 	}
 }

@@ -43,8 +43,9 @@ newest AS (
            t.max_attempts, t.idempotency_key, t.timeout_seconds, t.worker_id, t.lease_token,
            t.lease_expires_at, t.cancel_requested_at, t.enqueued_at, t.processing_started_at,
            t.completed_at, t.last_error, t.created_at, t.updated_at
-    FROM (SELECT id FROM candidates ORDER BY id DESC LIMIT $5) top
-    JOIN rota.tasks t ON t.id = top.id
+    FROM rota.tasks t
+    -- an array, so that the page is always read through the primary key
+    WHERE t.id = ANY (ARRAY(SELECT id FROM candidates ORDER BY id DESC LIMIT $5))
 )
 SELECT id, queue, kind, payload, status, priority, scheduled_for, attempt_count,
        max_attempts, idempotency_key, timeout_seconds, worker_id, lease_token,
