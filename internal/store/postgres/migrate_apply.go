@@ -37,9 +37,12 @@ const outsideTxDirective = "-- rota:no-transaction"
 
 // Lock waits of migration DDL: how long one attempt waits for a lock, and how many
 // attempts a migration gets. Variables so that tests can shorten them.
+// A write that arrives while DDL waits for its lock queues behind it, so the timeout is
+// also the longest stall a waiting migration can cause; the retries (with backoff up to
+// a second) give a busy table about two minutes to let the migration in.
 var (
-	migrationLockTimeout = 2 * time.Second
-	migrationLockRetries = 30
+	migrationLockTimeout = time.Second
+	migrationLockRetries = 60
 )
 
 // withMigrationLock runs fn on one connection that holds the migration lock.
@@ -162,7 +165,7 @@ func retryOnLockTimeout(ctx context.Context, fn func() error) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 100 * time.Millisecond):
+		case <-time.After(min(time.Duration(attempt+1)*100*time.Millisecond, time.Second)):
 		}
 	}
 	return fmt.Errorf("gave up after %d lock timeouts of %s (a long transaction holds a lock on the table; end it and run again): %w",
