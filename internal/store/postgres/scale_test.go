@@ -464,12 +464,25 @@ func TestScale10M(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
+	// Pending migrations run beside a write load (enqueues and claims through plain SQL),
+	// whose longest stall is reported: the migrations of a release on a loaded table.
+	var loaded bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('rota.tasks') IS NOT NULL`).Scan(&loaded); err != nil {
+		t.Fatal(err)
+	}
+	load, stop := &writeLoad{}, func() {}
+	if loaded {
+		load, stop = startWriteLoad(t, pool)
+	}
 	start := time.Now()
 	applied, err := postgres.MigrateUp(ctx, pool)
+	took := time.Since(start)
+	stop()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("migrate up: %v in %s", applied, time.Since(start).Round(time.Millisecond))
+	t.Logf("migrate up: %v in %s beside %d claims and %d enqueues; longest stall %s (%s)", applied, took.Round(time.Millisecond),
+		load.claims.Load(), load.enqueues.Load(), load.longest.Round(time.Millisecond), load.longestWhat)
 	var have int64
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rota.tasks`).Scan(&have); err != nil {
 		t.Fatal(err)
