@@ -18,8 +18,10 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrationLockKey serialises concurrent migrators (two servers starting at once) with a
-// transaction-scoped advisory lock. The value is arbitrary but fixed: "rota" in ASCII.
+// migrationLockKey serialises concurrent migrators (two servers starting at once) with an
+// advisory lock, held by the session for the whole run (releases before 0010 took it per
+// version transaction; the two kinds conflict, so old and new migrators still exclude
+// each other). The value is arbitrary but fixed: "rota" in ASCII.
 const migrationLockKey = 0x726f7461
 
 // Migration is one schema version: NNNN_name.up.sql and NNNN_name.down.sql.
