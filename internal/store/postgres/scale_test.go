@@ -404,7 +404,7 @@ func scaleStatements() []scaleStatement {
 			statements = append(statements, deadLetterCase(queue, kind, ""))
 		}
 	}
-	statements = append(statements, deadLetterCase("q2", "", store.StatusFailed))
+	statements = append(statements, deadLetterCase("q2", "", store.StatusFailed), deadLetterCase("", "", store.StatusFailed))
 	return statements
 }
 

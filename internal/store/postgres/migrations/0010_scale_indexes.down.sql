@@ -4,3 +4,4 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS tasks_finished ON rota.tasks (completed_
 DROP INDEX CONCURRENTLY IF EXISTS rota.tasks_finished_status;
 DROP INDEX CONCURRENTLY IF EXISTS rota.tasks_list;
 DROP INDEX CONCURRENTLY IF EXISTS rota.dead_letters_list;
+DROP INDEX CONCURRENTLY IF EXISTS rota.dead_letters_reason;

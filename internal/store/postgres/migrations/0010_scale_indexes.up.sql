@@ -23,3 +23,6 @@ DROP INDEX CONCURRENTLY IF EXISTS rota.tasks_finished;
 -- The dead-letter list filtered by queue, kind and reason (queries/list_dead_letters.sql),
 -- as tasks_list does for tasks.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS dead_letters_list ON rota.dead_letters (queue, kind, reason, id DESC);
+-- ... and by reason alone (queries/list_dead_letters_all.sql): a reason no dead letter
+-- has walked them all.
+CREATE INDEX CONCURRENTLY IF NOT EXISTS dead_letters_reason ON rota.dead_letters (reason, id DESC);

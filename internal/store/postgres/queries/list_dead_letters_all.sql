@@ -1,4 +1,6 @@
--- ListDeadLetters without a queue or kind filter (list_dead_letters.sql has them): newest first, one page plus one row to tell whether another follows.
+-- ListDeadLetters without a queue or kind filter (list_dead_letters.sql has them):
+-- newest first, one page plus one row to tell whether another follows; a reason filter
+-- reads dead_letters_reason.
 -- $1 queue ('' = any), $2 kind ('' = any), $3 reason ('' = both), $4 cursor: the last id
 -- of the previous page (0 = first page), $5 rows to return.
 -- Run with an unnamed statement so that each call is planned for its own filters.
