@@ -219,7 +219,9 @@ func (e explained) ServerTime() time.Duration {
 
 // explainingStore opens a one-connection store on url whose every statement is run with
 // auto_explain (ANALYZE, BUFFERS) and its plan collected: the real statements with the
-// real parameters, exactly as Rota sends them.
+// real parameters, exactly as Rota sends them. LOAD 'auto_explain' needs a superuser
+// (scripts/pg.sh connects as postgres) and PostgreSQL's contrib modules (in Debian's
+// postgresql package).
 func explainingStore(t testing.TB, url string) (*postgres.Store, *pgxpool.Pool, func() []string) {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
