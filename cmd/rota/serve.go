@@ -21,6 +21,7 @@ import (
 	"github.com/rotaqueue/rota/internal/schedule"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/store/statscache"
 	"github.com/rotaqueue/rota/internal/validate"
 )
 
@@ -59,7 +60,9 @@ type frontEnd struct {
 func (f serverFlags) frontEnd(st store.Store, logger *slog.Logger) (*frontEnd, error) {
 	reg := metrics.NewRegistry()
 	m := metrics.New(reg)
-	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: st, Logger: logger}))
+	// One shared Stats query (linear in the table) for the gauges, the dashboard and the API.
+	stats := statscache.New(st, nil)
+	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: stats, Logger: logger}))
 	counted := m.CountEnqueued(st)
 	// One count of wrong tokens per client for the API and the dashboard's login.
 	proxies, err := authlimit.ParsePrefixes(*f.trustedProxies)
@@ -67,11 +70,11 @@ func (f serverFlags) frontEnd(st store.Store, logger *slog.Logger) (*frontEnd, e
 		return nil, err
 	}
 	guesses := authlimit.New(authlimit.Config{TrustedProxies: proxies})
-	dash, err := dashboard.New(dashboard.Config{Store: counted, Token: *f.token, AuthLimiter: guesses, Logger: logger})
+	dash, err := dashboard.New(dashboard.Config{Store: counted, Stats: stats, Token: *f.token, AuthLimiter: guesses, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	apiServer, err := api.New(api.Config{Store: counted, Token: *f.token, MetricsAuth: *f.metricsAuth, AuthLimiter: guesses,
+	apiServer, err := api.New(api.Config{Store: counted, Stats: stats, Token: *f.token, MetricsAuth: *f.metricsAuth, AuthLimiter: guesses,
 		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger})
 	if err != nil {
 		return nil, err

@@ -27,6 +27,7 @@ import (
 	"github.com/rotaqueue/rota/internal/browserguard"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/statscache"
 	"github.com/rotaqueue/rota/internal/validate"
 )
 
@@ -54,6 +55,12 @@ type Config struct {
 	// Dashboard, when set, serves every path outside /api, /healthz, /readyz and
 	// /metrics (the web UI, with its own login). Default: none (those paths get 404).
 	Dashboard http.Handler
+
+	// Stats answers GET /api/stats: one shared, single-flight Stats query (statscache),
+	// which the dashboard and the queue gauges of the same process may share. Stats is
+	// linear in the table; many clients polling it run one query at a time. Default: a
+	// cache of its own on Store (set by New when Store is set).
+	Stats *statscache.Cache
 
 	// Logger receives the details of internal errors (which clients only see as
 	// "internal") and of wake-up subscription failures. Default: slog.Default().
@@ -112,6 +119,9 @@ const (
 )
 
 func (cfg Config) withDefaults() Config {
+	if cfg.Stats == nil && cfg.Store != nil {
+		cfg.Stats = statscache.New(cfg.Store, nil)
+	}
 	if cfg.MetricsHandler == nil {
 		cfg.MetricsHandler = promhttp.Handler()
 	}

@@ -146,7 +146,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) error {
 	if _, err := queryParams(r); err != nil {
 		return err
 	}
-	qs, err := s.cfg.Store.Stats(r.Context())
+	qs, err := s.cfg.Stats.Stats(r.Context())
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/rotaqueue/rota/internal/authlimit"
 	"github.com/rotaqueue/rota/internal/browserguard"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/statscache"
 	"github.com/rotaqueue/rota/internal/validate"
 )
 
@@ -42,6 +43,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock for ages and session expiry. Default: time.Now.
 	Now func() time.Time
+	// Stats shares one Stats query with the API and the queue gauges of the same
+	// process (statscache). Default: a cache of its own on Store.
+	Stats *statscache.Cache
 }
 
 // Defaults.
@@ -122,7 +126,7 @@ func New(cfg Config) (*Dashboard, error) {
 		pages:      pages,
 		assets:     assets,
 		throughput: newThroughputCache(cfg.Store),
-		stats:      newSharedStats(cfg.Store, cfg.Now),
+		stats:      newSharedStats(cfg.Store, cfg.Now, cfg.Stats),
 	}
 
 	d.get("/assets/{file}", d.serveAsset)

@@ -83,7 +83,7 @@ func TestThroughputCacheAsksOnlyForNewMinutes(t *testing.T) {
 func TestSharedStatsReusesOnlyForLiveFetches(t *testing.T) {
 	st := memoryStore(t)
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := newSharedStats(st, func() time.Time { return now })
+	s := newSharedStats(st, func() time.Time { return now }, nil)
 	ctx := context.Background()
 	if got, _ := s.get(ctx, true); len(got) != 0 {
 		t.Fatalf("stats of an empty store: %v", got)
@@ -118,7 +118,7 @@ func (s *slowStats) Stats(ctx context.Context) ([]store.QueueStats, error) {
 func TestSharedStatsReusesASlowResultLonger(t *testing.T) {
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	st := &slowStats{Store: memoryStore(t), now: &now, took: 2 * time.Second}
-	s := newSharedStats(st, func() time.Time { return now })
+	s := newSharedStats(st, func() time.Time { return now }, nil)
 	ctx := context.Background()
 	s.get(ctx, true)
 	createTask(t, st, store.CreateParams{})
@@ -265,7 +265,7 @@ func (b *blockingStats) Stats(ctx context.Context) ([]store.QueueStats, error) {
 func TestSharedStatsOneQueryForConcurrentFetches(t *testing.T) {
 	st := &blockingStats{Store: memoryStore(t), entered: make(chan struct{}, 10), release: make(chan struct{})}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := newSharedStats(st, func() time.Time { return now })
+	s := newSharedStats(st, func() time.Time { return now }, nil)
 	var wg sync.WaitGroup
 	for range 5 {
 		wg.Go(func() {

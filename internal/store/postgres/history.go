@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -76,8 +77,18 @@ func (s *Store) ListDeadLetters(ctx context.Context, params store.DeadLetterPara
 			return nil, "", fmt.Errorf("list dead letters: %w", err)
 		}
 	}
-	rows, err := s.pool.Query(ctx, sqlListDeadLetters, pgx.QueryExecModeCacheDescribe,
-		params.Queue, params.Kind, string(params.Reason), after, limit+1)
+	var rows pgx.Rows
+	if params.Queue == "" && params.Kind == "" {
+		rows, err = s.pool.Query(ctx, sqlListDeadLettersAll, pgx.QueryExecModeCacheDescribe,
+			"", "", string(params.Reason), after, limit+1)
+	} else {
+		reasons := []string{string(params.Reason)}
+		if params.Reason == "" {
+			reasons = []string{string(store.StatusDead), string(store.StatusFailed)}
+		}
+		rows, err = s.pool.Query(ctx, listDeadLettersFiltered(params.Queue, params.Kind), pgx.QueryExecModeCacheDescribe,
+			params.Queue, params.Kind, reasons, after, limit+1)
+	}
 	if err != nil {
 		return nil, "", translate("list dead letters", err)
 	}
@@ -120,17 +131,37 @@ func collectDeadLetters(rows pgx.Rows) ([]store.DeadLetter, error) {
 
 // Stats counts tasks per queue and status. Every status appears in Counts, zero or not.
 func (s *Store) Stats(ctx context.Context) ([]store.QueueStats, error) {
-	rows, err := s.pool.Query(ctx, sqlStats)
+	var out []store.QueueStats
+	// It counts every finished task, so it is linear in the table whatever the plan; it
+	// must read the narrow partial indexes rather than the heap, which the planner
+	// prefers when the visibility map looks stale (right after a busy spell) or the
+	// table is small. Callers share one cached result (docs/architecture.md).
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sqlStats)
+		if err != nil {
+			return err
+		}
+		out, err = collectStats(rows)
+		return err
+	})
 	if err != nil {
 		return nil, translate("stats", err)
 	}
+	return out, nil
+}
+
+// collectStats reads the rows of stats.sql.
+func collectStats(rows pgx.Rows) ([]store.QueueStats, error) {
 	out := []store.QueueStats{}
 	var (
 		queue, status  string
 		count, expired int64
 		oldest         pgtype.Timestamptz
 	)
-	_, err = pgx.ForEachRow(rows, []any{&queue, &status, &count, &oldest, &expired}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&queue, &status, &count, &oldest, &expired}, func() error {
 		if len(out) == 0 || out[len(out)-1].Queue != queue {
 			counts := make(map[store.Status]int64, len(store.AllStatuses))
 			for _, st := range store.AllStatuses {
@@ -146,8 +177,18 @@ func (s *Store) Stats(ctx context.Context) ([]store.QueueStats, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, translate("stats", err)
+	return out, err
+}
+
+// listDeadLettersFiltered is list_dead_letters.sql for a queue and kind filter (one of
+// them at least; "" = any), as listTasksFiltered.
+func listDeadLettersFiltered(queue, kind string) string {
+	pairs := sqlDeadLetterPairsBoth
+	switch {
+	case kind == "":
+		pairs = sqlDeadLetterPairsKinds
+	case queue == "":
+		pairs = sqlDeadLetterPairsQueues
 	}
-	return out, nil
+	return strings.Replace(sqlListDeadLetters, "{{pairs}}", pairs, 1)
 }

@@ -18,8 +18,10 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrationLockKey serialises concurrent migrators (two servers starting at once) with a
-// transaction-scoped advisory lock. The value is arbitrary but fixed: "rota" in ASCII.
+// migrationLockKey serialises concurrent migrators (two servers starting at once) with an
+// advisory lock, held by the session for the whole run (releases before 0010 took it per
+// version transaction; the two kinds conflict, so old and new migrators still exclude
+// each other). The value is arbitrary but fixed: "rota" in ASCII.
 const migrationLockKey = 0x726f7461
 
 // Migration is one schema version: NNNN_name.up.sql and NNNN_name.down.sql.
@@ -85,33 +87,36 @@ CREATE TABLE IF NOT EXISTS rota.schema_migrations (
     applied_at timestamptz NOT NULL DEFAULT now()
 )`
 
-// MigrateUp applies every pending migration, each in its own transaction, and returns the
-// versions it applied. Running it again is a no-op.
+// MigrateUp applies every pending migration, each in its own transaction (or, for a
+// file marked outsideTxDirective, statement by statement), and returns the versions it
+// applied. Running it again is a no-op; running it after an interrupted run resumes.
 func MigrateUp(ctx context.Context, pool *pgxpool.Pool) ([]int, error) {
 	migs, err := Migrations()
 	if err != nil {
 		return nil, err
 	}
 	var applied []int
-	for _, m := range migs {
-		did, err := inMigrationTx(ctx, pool, func(tx pgx.Tx, done map[int]bool) (bool, error) {
-			if done[m.Version] {
-				return false, nil
+	err = withMigrationLock(ctx, pool, func(conn *pgx.Conn) error {
+		for _, m := range migs {
+			done, err := isApplied(ctx, conn, m.Version)
+			if err != nil {
+				return err
 			}
-			if _, err := tx.Exec(ctx, m.Up); err != nil {
-				return false, fmt.Errorf("migration %04d_%s up: %w", m.Version, m.Name, err)
+			if done {
+				continue
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO rota.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
-			return true, err
-		})
-		if err != nil {
-			return applied, err
-		}
-		if did {
+			record := func(ctx context.Context, q querier) error {
+				_, err := q.Exec(ctx, `INSERT INTO rota.schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+				return err
+			}
+			if err := applyMigration(ctx, conn, m.Up, record); err != nil {
+				return fmt.Errorf("migration %04d_%s up: %w", m.Version, m.Name, err)
+			}
 			applied = append(applied, m.Version)
 		}
-	}
-	return applied, nil
+		return nil
+	})
+	return applied, err
 }
 
 // MigrateDown reverts the newest applied migration (steps times; steps <= 0 reverts
@@ -122,26 +127,28 @@ func MigrateDown(ctx context.Context, pool *pgxpool.Pool, steps int) ([]int, err
 		return nil, err
 	}
 	var reverted []int
-	for i := len(migs) - 1; i >= 0 && (steps <= 0 || len(reverted) < steps); i-- {
-		m := migs[i]
-		did, err := inMigrationTx(ctx, pool, func(tx pgx.Tx, done map[int]bool) (bool, error) {
-			if !done[m.Version] {
-				return false, nil
+	err = withMigrationLock(ctx, pool, func(conn *pgx.Conn) error {
+		for i := len(migs) - 1; i >= 0 && (steps <= 0 || len(reverted) < steps); i-- {
+			m := migs[i]
+			done, err := isApplied(ctx, conn, m.Version)
+			if err != nil {
+				return err
 			}
-			if _, err := tx.Exec(ctx, m.Down); err != nil {
-				return false, fmt.Errorf("migration %04d_%s down: %w", m.Version, m.Name, err)
+			if !done {
+				continue
 			}
-			_, err := tx.Exec(ctx, `DELETE FROM rota.schema_migrations WHERE version = $1`, m.Version)
-			return true, err
-		})
-		if err != nil {
-			return reverted, err
-		}
-		if did {
+			unrecord := func(ctx context.Context, q querier) error {
+				_, err := q.Exec(ctx, `DELETE FROM rota.schema_migrations WHERE version = $1`, m.Version)
+				return err
+			}
+			if err := applyMigration(ctx, conn, m.Down, unrecord); err != nil {
+				return fmt.Errorf("migration %04d_%s down: %w", m.Version, m.Name, err)
+			}
 			reverted = append(reverted, m.Version)
 		}
-	}
-	return reverted, nil
+		return nil
+	})
+	return reverted, err
 }
 
 // MigrationStatuses lists every known migration and whether it is applied.
@@ -229,40 +236,6 @@ func appliedVersions(ctx context.Context, pool *pgxpool.Pool) (map[int]time.Time
 		return nil, fmt.Errorf("read migrations: %w", err)
 	}
 	return applied, nil
-}
-
-// inMigrationTx runs fn in a transaction holding the migration lock, with the set of
-// applied versions read under that lock.
-func inMigrationTx(ctx context.Context, pool *pgxpool.Pool, fn func(pgx.Tx, map[int]bool) (bool, error)) (bool, error) {
-	if _, err := pool.Exec(ctx, migrationsTable); err != nil && !isUniqueViolation(err) {
-		// Two migrators creating the schema at once may race on the catalog; the loser's
-		// unique violation is harmless because the winner created the same objects.
-		return false, fmt.Errorf("create migrations table: %w", err)
-	}
-	var did bool
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT version FROM rota.schema_migrations`)
-		if err != nil {
-			return err
-		}
-		versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
-		if err != nil {
-			return err
-		}
-		done := map[int]bool{}
-		for _, v := range versions {
-			done[v] = true
-		}
-		did, err = fn(tx, done)
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	return did, nil
 }
 
 func isUndefinedTable(err error) bool {

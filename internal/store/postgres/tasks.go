@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -149,10 +150,7 @@ func (s *Store) ListTasks(ctx context.Context, params store.ListParams) ([]*stor
 	if err != nil {
 		return nil, "", fmt.Errorf("list tasks: %w", err)
 	}
-	var statuses []string
-	for _, st := range params.Statuses {
-		statuses = append(statuses, string(st))
-	}
+	statuses := params.Statuses
 	var after pgtype.UUID
 	if params.Cursor != "" {
 		id, err := store.DecodeTaskCursor(params.Cursor)
@@ -163,8 +161,16 @@ func (s *Store) ListTasks(ctx context.Context, params store.ListParams) ([]*stor
 	}
 	// An unnamed statement is planned for the filters at hand (a cached generic plan could
 	// not pick the status index for one call and the id index for the next).
-	tasks, err := collectTasks(s.pool.Query(ctx, sqlListTasks, pgx.QueryExecModeCacheDescribe,
-		statuses, params.Queue, params.Kind, after, limit+1, maxBytes))
+	var rows pgx.Rows
+	if len(statuses) == 0 && params.Queue == "" && params.Kind == "" {
+		rows, err = s.pool.Query(ctx, sqlListTasks, pgx.QueryExecModeCacheDescribe,
+			nil, "", "", after, limit+1, maxBytes)
+	} else {
+		waiting, running := splitRunning(params.Statuses)
+		rows, err = s.pool.Query(ctx, listTasksFiltered(params.Queue, params.Kind), pgx.QueryExecModeCacheDescribe,
+			waiting, params.Queue, params.Kind, after, limit+1, maxBytes, running)
+	}
+	tasks, err := collectTasks(rows, err)
 	if err != nil {
 		return nil, "", translate("list tasks", err)
 	}
@@ -225,4 +231,37 @@ func (s *Store) ReplayTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 		// It became replayable between the two statements: replay it now.
 	}
 	return nil, fmt.Errorf("replay task: task %s keeps changing status; try again", id)
+}
+
+// listTasksFiltered is list_tasks_filtered.sql for a queue and kind filter ("" = any):
+// the (queue, kind) pairs it looks in are the given ones, or every existing value of the
+// one not given, or, with neither, none (the status index alone).
+func listTasksFiltered(queue, kind string) string {
+	pairs, match := sqlListPairsBoth, "\n          AND t.queue = p.queue AND t.kind = p.kind"
+	switch {
+	case queue == "" && kind == "":
+		pairs, match = sqlListPairsAny, ""
+	case kind == "":
+		pairs = sqlListPairsKinds
+	case queue == "":
+		pairs = sqlListPairsQueues
+	}
+	return strings.NewReplacer("{{pairs}}", pairs, "{{pair_match}}", match).Replace(sqlListTasksFiltered)
+}
+
+// splitRunning splits a status filter (empty = every status) into the statuses listed
+// from tasks_list and tasks_status_id, and whether PROCESSING tasks are wanted (they are
+// in neither index).
+func splitRunning(statuses []store.Status) (waiting []string, running bool) {
+	if len(statuses) == 0 {
+		statuses = store.AllStatuses
+	}
+	for _, st := range statuses {
+		if st == store.StatusProcessing {
+			running = true
+		} else if !slices.Contains(waiting, string(st)) {
+			waiting = append(waiting, string(st))
+		}
+	}
+	return waiting, running
 }

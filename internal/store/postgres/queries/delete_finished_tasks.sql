@@ -1,15 +1,30 @@
--- DeleteFinishedTasks: finished tasks past retention, in bounded batches (SKIP LOCKED so
--- several servers share the work). Attempts and dead letters go with them (ON DELETE
--- CASCADE). $1 succeeded/canceled cutoff, $2 dead/failed cutoff (NULL keeps), $3 limit.
+-- DeleteFinishedTasks: finished tasks past retention, oldest first, in bounded batches
+-- (SKIP LOCKED so several servers share the work). Attempts and dead letters go with
+-- them (ON DELETE CASCADE). $1 succeeded/canceled cutoff, $2 dead/failed cutoff (NULL
+-- keeps), $3 limit.
+-- Each status is one range of tasks_finished_status (status, completed_at), read in
+-- order so that the planner never trades it for a sequential scan that hopes to meet
+-- $3 old tasks early: with one range over every finished task (completed_at < $1 OR
+-- ...), the dead tasks kept 30 days matched the 7-day succeeded cut-off and every pass
+-- scanned the table, and even per status an unordered LIMIT became a sequential scan at
+-- 10 million tasks whenever the statistics promised many matches.
 WITH doomed AS (
-    SELECT id
-    FROM rota.tasks
-    WHERE status IN ('SUCCEEDED', 'CANCELED', 'DEAD', 'FAILED')
-      AND ((status IN ('SUCCEEDED', 'CANCELED') AND completed_at < $1::timestamptz)
-        OR (status IN ('DEAD', 'FAILED') AND completed_at < $2::timestamptz))
+    SELECT old.id
+    FROM (VALUES ('SUCCEEDED', $1::timestamptz), ('CANCELED', $1::timestamptz),
+                 ('DEAD', $2::timestamptz), ('FAILED', $2::timestamptz)) AS cut (status, before)
+    CROSS JOIN LATERAL (
+        SELECT t.id
+        FROM rota.tasks t
+        WHERE t.status IN ('SUCCEEDED', 'CANCELED', 'DEAD', 'FAILED')
+          AND t.status = cut.status
+          AND t.completed_at < cut.before
+        ORDER BY t.completed_at
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+    ) old
     LIMIT $3
-    FOR UPDATE SKIP LOCKED
 )
 DELETE FROM rota.tasks t
-USING doomed
-WHERE t.id = doomed.id
+-- an array, so that the rows are always found through the primary key (a semi-join
+-- became a hash join over a sequential scan at 10M rows)
+WHERE t.id = ANY (ARRAY(SELECT id FROM doomed))

@@ -1,0 +1,1 @@
+pairs (queue, kind) AS (SELECT NULL::text, NULL::text)
