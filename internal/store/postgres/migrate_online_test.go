@@ -30,7 +30,7 @@ const (
 	loadEnqueue = `INSERT INTO rota.tasks (id, queue, kind) VALUES (gen_random_uuid(), 'default', 'noop')`
 	loadClaim   = `UPDATE rota.tasks SET status = 'PROCESSING', worker_id = 'w', lease_token = gen_random_uuid(),
 		lease_expires_at = now() + interval '1 minute', attempt_count = attempt_count + 1
-		WHERE id = (SELECT id FROM rota.tasks WHERE status = 'PENDING' AND queue = 'default'
+		WHERE id = (SELECT id FROM rota.tasks WHERE status = 'PENDING' AND queue = 'default' AND scheduled_for <= now()
 		            ORDER BY priority DESC, scheduled_for, id LIMIT 1 FOR UPDATE SKIP LOCKED)`
 )
 
