@@ -337,11 +337,11 @@ export class Worker {
     const settled = () => Promise.allSettled([...this.#active].map((j) => j.done));
     const abortNow = new Promise<void>((resolve) => (this.#abortNow = resolve));
     if (this.#active.size > 0 && !this.#abortRequested) {
-      await Promise.race([settled(), sleep(this.#graceMs), abortNow]);
+      await raceTimeout(this.#graceMs, settled(), abortNow);
     }
     if (this.#active.size > 0) {
       for (const job of this.#active) job.ctl.abort(new WorkerShutdownError("worker shutting down"));
-      await Promise.race([settled(), sleep(this.#abortGraceMs)]);
+      await raceTimeout(this.#abortGraceMs, settled());
     }
     for (const job of this.#active) {
       // Still running after all: stop renewing its lease so another worker gets it.
@@ -369,6 +369,17 @@ function failRequest(err: unknown, abortReason: unknown): FailRequest {
     return { error: errorText(err), retryable: true, retry_after_seconds: err.afterSeconds };
   }
   return { error: errorText(err), retryable: true };
+}
+
+// raceTimeout waits for the first of the promises or ms, and clears its timer either way
+// (a pending timer would keep the process alive after run() returned).
+async function raceTimeout(ms: number, ...promises: Promise<unknown>[]): Promise<void> {
+  const ctl = new AbortController();
+  try {
+    await Promise.race([...promises, sleep(ms, undefined, { signal: ctl.signal })]);
+  } finally {
+    ctl.abort();
+  }
 }
 
 function errorText(err: unknown): string {
