@@ -17,7 +17,8 @@ import (
 // with SIGTERM. The server reaps every 250ms because the suite's leases are 2 s.
 //
 // dist/ is not committed: the test runs `npm ci` (only when node_modules is missing or
-// older than package-lock.json), then `npm run build` and `npm test`. Without node or npm
+// older than package-lock.json), then `npm run build` and `npm test`, then the README's
+// example. Without node or npm
 // it skips, or fails under CI / ROTA_REQUIRE_INTEGRATION.
 func TestTypeScriptSDK(t *testing.T) {
 	requireNode20(t)
@@ -36,6 +37,34 @@ func TestTypeScriptSDK(t *testing.T) {
 	}
 	runNpm(t, dir, env, 2*time.Minute, "run", "build")
 	runNpm(t, dir, env, 3*time.Minute, "test")
+	runQuickstartExample(t, dir, env)
+}
+
+// runQuickstartExample runs examples/quickstart.mjs, which sdk/typescript/README.md
+// shows word for word: it enqueues a task, works it and prints that it SUCCEEDED.
+func runQuickstartExample(t *testing.T, dir string, env []string) {
+	t.Helper()
+	example, err := os.ReadFile(filepath.Join(dir, "examples", "quickstart.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```js\n"+string(example)+"```") {
+		t.Errorf("sdk/typescript/README.md does not show examples/quickstart.mjs word for word")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "examples/quickstart.mjs")
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	t.Logf("node examples/quickstart.mjs:\n%s", out)
+	if err != nil || !strings.Contains(string(out), "SUCCEEDED") {
+		t.Fatalf("the quick-start example: %v (want it to print SUCCEEDED)", err)
+	}
 }
 
 // requireNode20 skips the test without node 20+ and npm, or fails it when CI or

@@ -18,7 +18,9 @@ const worker = new Worker({
   leaseSeconds: Number(process.env.CHILD_LEASE_SECONDS || 2),
   heartbeatIntervalMs: Number(process.env.CHILD_HEARTBEAT_MS || 500),
   waitSeconds: 1,
-  concurrency: 2,
+  // One slot: while a handler runs, no claim is in flight that could take the task back
+  // after the reaper freed it (the tests want it to run elsewhere).
+  concurrency: 1,
   shutdownGraceMs: Number(process.env.CHILD_GRACE_MS || 5000),
   onEvent: (e) => {
     const out = { type: e.type };
