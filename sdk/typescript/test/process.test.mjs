@@ -82,7 +82,9 @@ test("a worker frozen past its lease: its heartbeat finds the lease lost and abo
 
   const aborted = await child.waitEvent("the handler to be aborted", (e) => e.type === "aborted");
   assert.equal(aborted.reason, "LeaseLostError");
-  await child.waitEvent("the lost lease to be reported", (e) => e.type === "lease_lost");
+  // when "heartbeat": the worker saw the loss and sent no outcome at all.
+  const lost = await child.waitEvent("the lost lease to be reported", (e) => e.type === "lease_lost");
+  assert.equal(lost.when, "heartbeat");
   assert.ok(!child.events.some((e) => e.type === "completed" || e.type === "failed"), JSON.stringify(child.events));
   await assertOneSuccess(task.id, `frozen-${queue}`, rescuer.workerId);
 });

@@ -26,36 +26,55 @@ function newWorker(t, options) {
 
 const outcomes = async (id) => (await client.attempts(id)).map((a) => a.outcome);
 
-test("a worker runs each task once, never more at a time than its concurrency", async (t) => {
+test("a worker runs each task once, never claiming more tasks than it has free slots", async (t) => {
   const queue = uniqueQueue("run");
   const concurrency = 3;
-  let active = 0;
-  let maxActive = 0;
-  const runs = new Map();
-  const claimLimits = [];
-  // Record each claim's limit next to the handlers running when it was sent.
+  const claims = [];
+  // Each claim's limit next to the tasks the worker held when it sent it (claimed, not
+  // yet reported: its events tell).
+  const held = () => worker.events.filter((e) => e.type === "claimed").length -
+    worker.events.filter((e) => e.type === "completed").length;
   const spyFetch = async (url, init) => {
-    if (String(url).endsWith("/claim")) claimLimits.push({ limit: JSON.parse(init.body).limit, active });
+    if (String(url).endsWith("/claim")) claims.push({ limit: JSON.parse(init.body).limit, held: held() });
     return fetch(url, init);
   };
   const worker = newWorker(t, { queue, concurrency, client: new Client({ fetch: spyFetch }) });
+  // Handlers wait at a gate the test opens one at a time.
+  const gates = [];
+  const runs = new Map();
   worker.handle("add", async (task) => {
-    active++;
-    maxActive = Math.max(maxActive, active);
     runs.set(task.id, (runs.get(task.id) ?? 0) + 1);
-    await sleep(20);
-    active--;
+    await new Promise((resolve) => gates.push(resolve));
   });
-  const tasks = await client.enqueueBatch(Array.from({ length: 12 }, (_, i) => ({ kind: "add", queue, payload: { i } })));
+  const tasks = await client.enqueueBatch(Array.from({ length: 10 }, (_, i) => ({ kind: "add", queue, payload: { i } })));
   void worker.run();
+  for (let released = 0; released < tasks.length; released++) {
+    await waitFor("a handler at its gate", () => gates.length > 0);
+    const { tasks: running } = await client.list({ queue, status: "PROCESSING" });
+    assert.ok(running.length <= concurrency, `${running.length} tasks PROCESSING`);
+    gates.shift()();
+  }
   for (const task of tasks) await waitForStatus(task.id, "SUCCEEDED");
-  assert.ok(maxActive <= concurrency, `${maxActive} handlers ran at once`);
   assert.deepEqual([...runs.values()], tasks.map(() => 1));
-  for (const { limit, active: running } of claimLimits) {
-    assert.ok(limit >= 1 && limit <= concurrency - running, `claimed ${limit} with ${running} of ${concurrency} busy`);
+  assert.ok(claims.length > 1);
+  for (const { limit, held } of claims) {
+    assert.ok(limit >= 1 && limit <= concurrency - held, `claimed ${limit} while holding ${held} of ${concurrency}`);
   }
   // The server may show SUCCEEDED before the worker has read the answer to its complete.
-  await waitFor("12 completed events", () => worker.events.filter((e) => e.type === "completed").length === 12);
+  await waitFor("10 completed events", () => worker.events.filter((e) => e.type === "completed").length === 10);
+});
+
+test("heartbeats keep the lease of a handler that runs longer than one lease", async (t) => {
+  const queue = uniqueQueue("heartbeat");
+  const worker = newWorker(t, { queue, leaseSeconds: 1, heartbeatIntervalMs: 250 });
+  worker.handle("slow", async () => {
+    await sleep(2500);
+  });
+  const task = await client.enqueue({ kind: "slow", queue, max_attempts: 3 });
+  void worker.run();
+  await waitForStatus(task.id, "SUCCEEDED");
+  assert.deepEqual(await outcomes(task.id), ["SUCCEEDED"]);
+  assert.ok(!worker.events.some((e) => e.type === "lease_lost"));
 });
 
 test("RetryError retries after its delay, then the task succeeds", async (t) => {
