@@ -185,7 +185,10 @@ export class Client {
         text = await res.text();
       } catch (err) {
         if (ctl.signal.aborted) throw ctl.signal.reason;
-        throw new RotaError("network_error", `${method} ${path}: ${(err as Error).message}`, 0, { cause: err });
+        // fetch says only "fetch failed"; the reason (ECONNREFUSED, ...) is its cause.
+        const cause = (err as Error).cause as Error | undefined;
+        const why = cause?.message ? `${(err as Error).message}: ${cause.message}` : (err as Error).message;
+        throw new RotaError("network_error", `${method} ${path}: ${why}`, 0, { cause: err });
       }
       const data = parseJSON(text);
       if (!res.ok) throw apiError(res.status, data, text);

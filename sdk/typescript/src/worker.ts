@@ -149,7 +149,7 @@ export class Worker {
 
   /** Claims and runs tasks until stop() or a signal; resolves once shut down. */
   run(): Promise<void> {
-    if (this.#running) throw new Error("worker is already running");
+    if (this.#running) throw new Error("rota Worker: run() was already called (a Worker runs once)");
     this.#running = this.#run();
     return this.#running;
   }
@@ -254,7 +254,11 @@ export class Worker {
     if (job.heartbeatInFlight || job.ctl.signal.aborted) return;
     job.heartbeatInFlight = true;
     try {
-      const task = await this.client.heartbeat(job.task.id, job.task.lease_token, this.#leaseSeconds);
+      // Bounded by the lease: a heartbeat that hangs longer is of no use, and the next
+      // one waits for it.
+      const task = await this.client.heartbeat(job.task.id, job.task.lease_token, this.#leaseSeconds, {
+        signal: AbortSignal.timeout(this.#leaseSeconds * 1000),
+      });
       if (task.cancel_requested_at !== null) {
         job.ctl.abort(new TaskCanceledError("cancel requested"));
       }
