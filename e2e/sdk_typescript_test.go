@@ -67,7 +67,7 @@ func runQuickstartExample(t *testing.T, dir string, env []string) {
 	}
 }
 
-// requireNode20 skips the test without node 20+ and npm, or fails it when CI or
+// requireNode20 skips the test without node 20.10+ and npm, or fails it when CI or
 // ROTA_REQUIRE_INTEGRATION is set: CI must never pass by skipping the SDK.
 func requireNode20(t *testing.T) {
 	t.Helper()
@@ -85,10 +85,16 @@ func requireNode20(t *testing.T) {
 	if err != nil {
 		missing("node not found: %v", err)
 	}
+	// npm test uses node --test --test-concurrency, new in Node 20.10.
 	version := strings.TrimSpace(string(out))
-	major, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(version, "v"), ".", 2)[0])
-	if major < 20 {
-		missing("node %s is older than 20", version)
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3)
+	major, _ := strconv.Atoi(parts[0])
+	minor := 0
+	if len(parts) > 1 {
+		minor, _ = strconv.Atoi(parts[1])
+	}
+	if major < 20 || major == 20 && minor < 10 {
+		missing("node %s is older than 20.10", version)
 	}
 }
 

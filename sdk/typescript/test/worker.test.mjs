@@ -66,9 +66,10 @@ test("a worker runs each task once, never claiming more tasks than it has free s
 
 test("heartbeats keep the lease of a handler that runs longer than one lease", async (t) => {
   const queue = uniqueQueue("heartbeat");
-  const worker = newWorker(t, { queue, leaseSeconds: 1, heartbeatIntervalMs: 250 });
+  // Without heartbeats the lease ends after 2 s and the server reaps it within 250 ms.
+  const worker = newWorker(t, { queue, leaseSeconds: 2, heartbeatIntervalMs: 200 });
   worker.handle("slow", async () => {
-    await sleep(2500);
+    await sleep(4000);
   });
   const task = await client.enqueue({ kind: "slow", queue, max_attempts: 3 });
   void worker.run();
