@@ -126,6 +126,25 @@ test("any other error is retryable; unknown kinds fail retryable", async (t) => 
   assert.match(deadUnknown.last_error, /no handler registered for kind "nobody_handles_this"/);
 });
 
+test("a task's timeout_seconds aborts its handler, a retryable failure", async (t) => {
+  const queue = uniqueQueue("timeout");
+  const worker = newWorker(t, { queue });
+  let reason;
+  worker.handle("hang", async (_task, { signal }) => {
+    await new Promise((_, reject) =>
+      signal.addEventListener("abort", () => {
+        reason = signal.reason;
+        reject(signal.reason);
+      }),
+    );
+  });
+  const task = await client.enqueue({ kind: "hang", queue, timeout_seconds: 1, max_attempts: 1 });
+  void worker.run();
+  const dead = await waitForStatus(task.id, "DEAD");
+  assert.equal(reason?.name, "TaskTimeoutError");
+  assert.match(dead.last_error, /timed out after 1s/);
+});
+
 test("a cancel of a running task aborts its handler, and the task ends CANCELED", async (t) => {
   const queue = uniqueQueue("cancelrun");
   const worker = newWorker(t, { queue });
