@@ -251,7 +251,9 @@ export class Worker {
   }
 
   async #heartbeat(job: Job): Promise<void> {
-    if (job.heartbeatInFlight || job.ctl.signal.aborted) return;
+    // An aborted handler (cancel, timeout, shutdown) keeps its lease while it winds down
+    // and reports; only a lost lease ends the heartbeats.
+    if (job.heartbeatInFlight || job.ctl.signal.reason instanceof LeaseLostError) return;
     job.heartbeatInFlight = true;
     try {
       // Bounded by the lease: a heartbeat that hangs longer is of no use, and the next

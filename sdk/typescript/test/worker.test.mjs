@@ -214,3 +214,23 @@ test("stop aborts handlers still running after the grace period; they fail retry
   assert.match(after.last_error, /worker shutting down/);
   assert.deepEqual(await outcomes(task.id), ["RETRIED"]);
 });
+
+test("an aborted handler keeps its lease while it winds down, and its failure counts", async (t) => {
+  const queue = uniqueQueue("winddown");
+  // The wind-down (3 s) outlasts the lease (2 s): only heartbeats keep the lease.
+  const worker = newWorker(t, { queue, leaseSeconds: 2, heartbeatIntervalMs: 200, shutdownGraceMs: 100 });
+  let started;
+  const running = new Promise((resolve) => (started = resolve));
+  worker.handle("slow_to_stop", async (_task, { signal }) => {
+    started();
+    await new Promise((resolve) => signal.addEventListener("abort", resolve));
+    await sleep(3000);
+    throw signal.reason;
+  });
+  const task = await client.enqueue({ kind: "slow_to_stop", queue, max_attempts: 3 });
+  void worker.run();
+  await running;
+  await worker.stop();
+  assert.ok(!worker.events.some((e) => e.type === "lease_lost"), JSON.stringify(worker.events.map((e) => e.type)));
+  assert.deepEqual(await outcomes(task.id), ["RETRIED"]);
+});
