@@ -1,0 +1,115 @@
+/**
+ * The API's objects, with its own snake_case field names (docs/api.md, openapi.json).
+ * The server may add fields; none is renamed.
+ */
+
+export type TaskStatus =
+  | "PENDING"
+  | "ENQUEUED"
+  | "PROCESSING"
+  | "SUCCEEDED"
+  | "FAILED"
+  | "DEAD"
+  | "CANCELED";
+
+/** A task as the API shows it. Times are RFC 3339 UTC strings; absent ones are null. */
+export interface Task<P = unknown> {
+  id: string;
+  queue: string;
+  kind: string;
+  payload: P;
+  status: TaskStatus;
+  priority: number;
+  scheduled_for: string;
+  attempt_count: number;
+  max_attempts: number;
+  idempotency_key: string | null;
+  timeout_seconds: number;
+  worker_id: string | null;
+  lease_expires_at: string | null;
+  cancel_requested_at: string | null;
+  enqueued_at: string | null;
+  processing_started_at: string | null;
+  completed_at: string | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A task as a claim returns it: with the lease token every outcome must carry. */
+export interface ClaimedTask<P = unknown> extends Task<P> {
+  lease_token: string;
+}
+
+/** One attempt of a task; the running one is last, with id 0 and outcome null. */
+export interface Attempt {
+  id: number;
+  task_id: string;
+  attempt: number;
+  worker_id: string | null;
+  started_at: string;
+  finished_at: string | null;
+  outcome:
+    | "SUCCEEDED"
+    | "RETRIED"
+    | "DEAD"
+    | "FAILED"
+    | "CANCELED"
+    | "LEASE_EXPIRED"
+    | "REPLAYED"
+    | null;
+  error: string | null;
+}
+
+/** The body of `POST /api/tasks`. Give at most one of scheduled_for and delay_seconds. */
+export interface EnqueueRequest {
+  kind: string;
+  /** Default "default". */
+  queue?: string;
+  /** Any JSON value; {} when absent. */
+  payload?: unknown;
+  /** RFC 3339 time, or a Date (sent as its ISO string). */
+  scheduled_for?: string | Date;
+  /** Seconds from the database's now(). */
+  delay_seconds?: number;
+  max_attempts?: number;
+  priority?: number;
+  /** A second create with the same key returns the first task (200, not 201). */
+  idempotency_key?: string;
+  /** Per-attempt handler timeout; 0 = the worker's default. */
+  timeout_seconds?: number;
+}
+
+/** Filters of `GET /api/tasks`. */
+export interface ListTasksOptions {
+  status?: TaskStatus | TaskStatus[];
+  queue?: string;
+  kind?: string;
+  /** 1-1000, default 50. */
+  limit?: number;
+  /** The next_cursor of the previous page. */
+  cursor?: string;
+}
+
+export interface TaskPage {
+  tasks: Task[];
+  /** "" on the last page. */
+  next_cursor: string;
+}
+
+export interface ClaimRequest {
+  worker_id: string;
+  /** 1-100, default 1. */
+  limit?: number;
+  /** 1-3600, default 30. */
+  lease_seconds?: number;
+  /** 0-20: how long the server waits for a due task (long poll). */
+  wait_seconds?: number;
+}
+
+export interface FailRequest {
+  error: string;
+  /** Default true. */
+  retryable?: boolean;
+  retry_after_seconds?: number;
+}
