@@ -74,6 +74,14 @@ type Config struct {
 	// Negative cancels at once. Default: 10s.
 	ShutdownGrace time.Duration
 
+	// AbandonGrace is how long a handler may keep running after its context ended (the
+	// attempt timed out, a cancel was requested, the lease was lost, or shutdown) before
+	// the worker abandons it: it stops extending the task's lease, frees the slot, and
+	// counts and logs the goroutine, which it cannot kill. The lease then expires and a
+	// reaper retries (or cancels) the task; whatever the handler returns later is dropped.
+	// Default: 5s.
+	AbandonGrace time.Duration
+
 	// CommitBatch is the most outcomes written in one Store.RecordOutcomes call.
 	// Default: 100.
 	CommitBatch int
@@ -111,6 +119,7 @@ const (
 	DefaultBackoffMax       = time.Hour
 	DefaultReapInterval     = 5 * time.Second
 	DefaultShutdownGrace    = 10 * time.Second
+	DefaultAbandonGrace     = 5 * time.Second
 	DefaultCommitBatch      = 100
 	DefaultCommitInterval   = 5 * time.Millisecond
 )
@@ -140,6 +149,7 @@ func (cfg Config) withDefaults() Config {
 	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, DefaultBackoffMax)
 	cfg.ReapInterval = cmp.Or(cfg.ReapInterval, DefaultReapInterval)
 	cfg.ShutdownGrace = cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace)
+	cfg.AbandonGrace = cmp.Or(cfg.AbandonGrace, DefaultAbandonGrace)
 	cfg.CommitBatch = cmp.Or(cfg.CommitBatch, DefaultCommitBatch)
 	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, DefaultCommitInterval)
 	cfg.ClaimFrom = cmp.Or(cfg.ClaimFrom, store.StatusPending)
@@ -173,6 +183,7 @@ func (cfg *Config) validate() error {
 		cfg.HeartbeatInterval, cfg.LeaseDuration)
 	check(cfg.BackoffBase > 0 && cfg.BackoffMax >= cfg.BackoffBase,
 		"BackoffBase must be positive and at most BackoffMax, got %s and %s", cfg.BackoffBase, cfg.BackoffMax)
+	check(cfg.AbandonGrace > 0, "AbandonGrace must be positive, got %s", cfg.AbandonGrace)
 	check(cfg.CommitBatch > 0, "CommitBatch must be positive, got %d", cfg.CommitBatch)
 	check(cfg.ClaimFrom == store.StatusPending || cfg.ClaimFrom == store.StatusEnqueued,
 		"ClaimFrom must be %s or %s, got %q", store.StatusPending, store.StatusEnqueued, cfg.ClaimFrom)

@@ -24,6 +24,7 @@ type inflight struct {
 	finished        atomic.Bool // the handler returned
 	cancelRequested atomic.Bool // a heartbeat saw CancelRequestedAt
 	leaseLost       atomic.Bool // another worker owns the task now; record nothing
+	abandoned       atomic.Bool // the handler ignored its ended context; given up (executor.abandon)
 }
 
 // registry holds the in-flight tasks for the heartbeat loop.
