@@ -279,6 +279,8 @@ func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 			e.task.CancelRequestedAt = &at
 			e.task.UpdatedAt = now
 		}
+		// As cancel_task.sql notifies rota_cancel: every request, the first or not.
+		s.broadcast(store.Notification{Kind: store.CancelRequested, TaskID: id})
 	case store.StatusCanceled:
 		// Already done: report it unchanged.
 	default:

@@ -261,6 +261,48 @@ func testStats(t *testing.T, s store.Store) {
 var waitTests = []testCase{
 	{"WakesOnDueInsert", testWaitWakes},
 	{"ClosesWhenContextEnds", testWaitCloses},
+	{"ListenHearsDueTasksAndCancelRequests", testListen},
+}
+
+// testListen: Listen reports due inserts by queue and a cancel request of a running task
+// by id (the worker stops its handler at once instead of at its next heartbeat).
+func testListen(t *testing.T, s store.Store) {
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	ch, err := s.Listen(c)
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	createOne(t, s, store.CreateParams{Queue: "q1", Kind: "k"})
+	hear(t, ch, store.Notification{Kind: store.TasksDue, Queue: "q1"})
+	task := claim(t, s, claimParams("q1", 1))[0]
+	if _, err := s.CancelTask(ctx(t), task.ID); err != nil {
+		t.Fatalf("CancelTask: %v", err)
+	}
+	hear(t, ch, store.Notification{Kind: store.CancelRequested, TaskID: task.ID})
+	cancel()
+	for range ch { // closed once ctx ends
+	}
+}
+
+// hear waits for want on ch, ignoring other notifications.
+func hear(t *testing.T, ch <-chan store.Notification, want store.Notification) {
+	t.Helper()
+	timer := time.NewTimer(waitTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case n, ok := <-ch:
+			if !ok {
+				t.Fatalf("Listen channel closed while waiting for %+v", want)
+			}
+			if n == want {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("no %+v within %s", want, waitTimeout)
+		}
+	}
 }
 
 // receive waits for name on ch (ignoring other names).
