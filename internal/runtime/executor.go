@@ -28,10 +28,16 @@ type executor struct {
 func (x *executor) start(d Delivery) {
 	ctx, cancel := context.WithCancelCause(x.base)
 	lastBeat := leaseStart(d.Task, time.Now(), x.w.cfg.LeaseDuration)
-	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel, lastBeat: lastBeat}
+	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel}
+	e.lastBeat.Store(lastBeat.UnixNano())
 	x.w.counters.claimed.Add(1)
 	x.w.cfg.Observer.TaskClaimed(d.Task)
 	x.w.registry.add(e)
+	if x.w.cancels.has(d.Task.ID) {
+		// A cancel notification came before the task got here: it may be this attempt's
+		// (claimed, then canceled) or an earlier one's (canceled, replayed, claimed).
+		go x.w.checkCancel(x.base, e)
+	}
 	x.wg.Add(1)
 	go x.run(ctx, e)
 }

@@ -99,7 +99,10 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			failures++
 			f.w.log.Warn("claim tasks failed; retrying", "queue", f.queue, "failures", failures, "error", err)
-			if !sleepCtx(ctx, errorBackoff(failures)) {
+			// An outage's recovery wakes every fetcher (outage.go), so the backoff only
+			// paces retries while the store answers but fails.
+			f.w.outage.report()
+			if !f.waitAfterError(ctx, errorBackoff(failures)) {
 				return
 			}
 			backlog = true
@@ -185,6 +188,20 @@ func errorBackoff(n int) time.Duration {
 		d = min(d, 50*time.Millisecond<<(n-1))
 	}
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// waitAfterError waits d after a failed claim, or less when a wake-up arrives (the
+// store is back after an outage, or notified new tasks); it reports whether ctx is alive.
+func (f *fetcher) waitAfterError(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-f.wake:
+	case <-t.C:
+	}
+	return true
 }
 
 // sleepCtx waits for d or ctx's end; it reports whether the full d passed.

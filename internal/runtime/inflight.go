@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -19,7 +18,9 @@ type inflight struct {
 	receipt any                     // the Source's handle on the delivery (nil in poll mode)
 	cancel  context.CancelCauseFunc // cancels the handler's context
 
-	lastBeat time.Time // lease start (leaseStart) or last successful heartbeat; only the heartbeat loop touches it
+	// lastBeat is the lease's start (leaseStart) or the start of its last successful
+	// heartbeat, in Unix nanoseconds: the heartbeat loop and an outage's recovery beat.
+	lastBeat atomic.Int64
 
 	finished        atomic.Bool // the handler returned
 	cancelRequested atomic.Bool // a heartbeat saw CancelRequestedAt
@@ -39,6 +40,13 @@ func (r *registry) add(e *inflight) {
 	r.mu.Lock()
 	r.m[e.task.ID] = e
 	r.mu.Unlock()
+}
+
+// get returns the entry of task id, or nil.
+func (r *registry) get(id uuid.UUID) *inflight {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[id]
 }
 
 // remove drops e, unless the task was re-claimed since and the key names a newer entry.

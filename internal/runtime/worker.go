@@ -35,6 +35,8 @@ type Worker struct {
 
 	capacity  *capacity
 	registry  *registry
+	cancels   *recentCancels
+	outage    *outage
 	fetchers  map[string]*fetcher
 	listener  *listener
 	executor  *executor
@@ -61,12 +63,14 @@ func NewWorker(cfg Config) (*Worker, error) {
 		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
 		capacity: newCapacity(cfg.Concurrency, limits),
 		registry: newRegistry(),
+		cancels:  newRecentCancels(cfg.LeaseDuration),
 		fetchers: make(map[string]*fetcher, len(limits)),
 	}
 	for q := range limits {
 		w.fetchers[q] = newFetcher(w, q)
 	}
 	w.listener = &listener{w: w}
+	w.outage = newOutage(w)
 	w.executor = &executor{w: w}
 	w.committer = newCommitter(w)
 	w.heartbeat = &heartbeater{w: w}
@@ -115,14 +119,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	heartbeatCtx, stopHeartbeat := context.WithCancel(detached)
 	defer stopHeartbeat()
 	w.executor.base = handlersCtx
+	w.outage.ctx = heartbeatCtx // probing may be needed until the last heartbeat
 
 	var heartbeatDone, commitDone, fetchDone sync.WaitGroup
 	heartbeatDone.Go(func() { w.heartbeat.run(heartbeatCtx) })
 	commitDone.Go(func() { w.committer.run(commitCtx) })
 	fetchDone.Go(func() { w.reaper.run(ctx) })
-	if cfg.Source == nil { // a Source waits for work itself
-		fetchDone.Go(func() { w.listener.run(ctx) })
-	}
+	fetchDone.Go(func() { w.listener.run(ctx) }) // with a Source too: cancel requests
 	for _, q := range slices.Sorted(maps.Keys(w.fetchers)) {
 		f := w.fetchers[q]
 		for range cfg.FetchLoops {
