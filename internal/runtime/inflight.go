@@ -68,6 +68,17 @@ func (r *registry) snapshot() []*inflight {
 	return out
 }
 
+// ids returns the ids of the tasks held: running, or with an outcome not yet written.
+func (r *registry) ids() []uuid.UUID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]uuid.UUID, 0, len(r.m))
+	for id := range r.m {
+		out = append(out, id)
+	}
+	return out
+}
+
 func (r *registry) len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

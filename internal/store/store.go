@@ -250,6 +250,10 @@ type ReapParams struct {
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	RetryStatus Status // StatusPending (default) or StatusEnqueued
+	// HeldTaskIDs are tasks the caller holds (a worker: still running, or with an outcome
+	// waiting to be written, as after a database outage): never reaped by this call, even
+	// with their lease expired, since the caller's own outcome is on its way.
+	HeldTaskIDs []uuid.UUID
 }
 
 // ReplayParams selects DEAD and FAILED tasks for a bulk replay. Empty filters match all.

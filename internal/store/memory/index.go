@@ -159,9 +159,9 @@ func (s *Store) addLease(e *entry) {
 	}
 }
 
-// nextExpired pops the PROCESSING task whose lease expired first, if any expired
-// before now.
-func (s *Store) nextExpired(now time.Time) *entry {
+// nextExpired pops the lease of the PROCESSING task whose lease expired first, if any
+// expired before now.
+func (s *Store) nextExpired(now time.Time) (leaseItem, bool) {
 	for s.leases.Len() > 0 {
 		top := s.leases.Peek()
 		if !top.valid() {
@@ -169,10 +169,10 @@ func (s *Store) nextExpired(now time.Time) *entry {
 			continue
 		}
 		if !top.expires.Before(now) {
-			return nil
+			return leaseItem{}, false
 		}
 		s.leases.Pop()
-		return top.e
+		return top, true
 	}
-	return nil
+	return leaseItem{}, false
 }

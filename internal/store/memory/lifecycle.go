@@ -348,10 +348,25 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 	now := s.clock()
 	wake := map[string]bool{}
 	n := 0
+	skip := make(map[uuid.UUID]bool, len(p.HeldTaskIDs))
+	for _, id := range p.HeldTaskIDs {
+		skip[id] = true
+	}
+	var held []leaseItem // expired leases of held tasks: back in the heap afterwards
+	defer func() {
+		for _, it := range held {
+			s.leases.Push(it)
+		}
+	}()
 	for n < p.Limit {
-		e := s.nextExpired(now)
-		if e == nil {
+		it, ok := s.nextExpired(now)
+		if !ok {
 			break
+		}
+		e := it.e
+		if skip[e.task.ID] {
+			held = append(held, it)
+			continue
 		}
 		n++
 		t := &e.task

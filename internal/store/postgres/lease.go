@@ -187,8 +187,12 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) 
 		return 0, fmt.Errorf("reap expired leases: %w: backoff must not be negative", store.ErrInvalid)
 	}
 	var n int
+	held := params.HeldTaskIDs
+	if held == nil {
+		held = []uuid.UUID{} // an empty array, not NULL: "<> ALL (NULL)" matches nothing
+	}
 	err := s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit, string(retryStatus),
-		params.BackoffBase.Seconds(), params.BackoffMax.Seconds()).Scan(&n)
+		params.BackoffBase.Seconds(), params.BackoffMax.Seconds(), held).Scan(&n)
 	if err != nil {
 		return 0, translate("reap expired leases", err)
 	}
