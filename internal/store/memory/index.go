@@ -176,3 +176,22 @@ func (s *Store) nextExpired(now time.Time) (leaseItem, bool) {
 	}
 	return leaseItem{}, false
 }
+
+// nextDue reports how long until the queue's earliest task is due (0 when one is due
+// now), or false when it holds none. Stale items met on the way are dropped.
+func (cq *claimQueue) nextDue(now time.Time) (time.Duration, bool) {
+	cq.promote(now)
+	for cq.ready.Len() > 0 {
+		if cq.valid(cq.ready.Peek()) {
+			return 0, true
+		}
+		cq.ready.Pop()
+	}
+	for cq.future.Len() > 0 {
+		if it := cq.future.Peek(); cq.valid(it) {
+			return it.at.Sub(now), true
+		}
+		cq.future.Pop()
+	}
+	return 0, false
+}

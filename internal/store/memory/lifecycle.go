@@ -399,3 +399,25 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 	s.notify(wake)
 	return n, nil
 }
+
+// NextDue reports how long until each queue's earliest PENDING task is due; see
+// store.Store.
+func (s *Store) NextDue(ctx context.Context, queues []string) (map[string]time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	out := make(map[string]time.Duration, len(queues))
+	for _, q := range queues {
+		cq := s.claimable[queueStatus{q, store.StatusPending}]
+		if cq == nil {
+			continue
+		}
+		if d, ok := cq.nextDue(now); ok {
+			out[q] = d
+		}
+	}
+	return out, nil
+}

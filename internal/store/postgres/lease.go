@@ -198,3 +198,29 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) 
 	}
 	return n, nil
 }
+
+// NextDue reports how long until each queue's earliest PENDING task is due; see
+// store.Store.
+func (s *Store) NextDue(ctx context.Context, queues []string) (map[string]time.Duration, error) {
+	out := make(map[string]time.Duration, len(queues))
+	if len(queues) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, sqlNextDue, planPerCall, queues)
+	if err != nil {
+		return nil, translate("next due", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q string
+		var secs float64
+		if err := rows.Scan(&q, &secs); err != nil {
+			return nil, translate("next due", err)
+		}
+		out[q] = time.Duration(secs * float64(time.Second))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("next due", err)
+	}
+	return out, nil
+}

@@ -24,6 +24,7 @@ var (
 	sqlCancelTask        = query("cancel_task.sql")
 	sqlReplayTask        = query("replay_task.sql")
 	sqlReapExpiredLeases = query("reap_expired_leases.sql")
+	sqlNextDue           = query("next_due.sql")
 	sqlListAttempts      = query("list_attempts.sql")
 	sqlListDeadLetters   = query("list_dead_letters.sql")
 	sqlStats             = query("stats.sql")
