@@ -39,8 +39,9 @@ type Config struct {
 	// DefaultSourceFetchLoops with a Source, whose receives (SQS long polls) return as
 	// soon as one message is there, so one loop alone would leave slots idle.
 	FetchLoops int
-	// PollInterval is how often an idle queue is polled when no wake-up from
-	// Store.WaitForTasks arrives (delayed and retried tasks are found this way).
+	// PollInterval is how often the idle queues are polled when no wake-up from
+	// Store.Listen arrives (delayed and retried tasks are found this way): one
+	// Store.NextDue call for all of them, then a claim for each queue with a due task.
 	// Default: 1s.
 	PollInterval time.Duration
 

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
-	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -15,13 +15,18 @@ import (
 // the free capacity allows, so a task is never claimed without a slot to run it.
 //
 // It claims when it starts, then whenever it is woken: by a wake-up from the listener, by
-// the poll timer, and, while the queue seems to have a backlog (the last claim was full),
-// by a slot freeing up. A full claim is followed by another one at once, which drains a
-// backlog as fast as slots allow.
+// the idle watcher (idlewatch.go: the queue has a due task), and, while the queue seems
+// to have a backlog (the last claim was full), by a slot freeing up. A full claim is
+// followed by another one at once, which drains a backlog as fast as slots allow; after
+// a short one the queue is idle and claims again only when woken (one NextDue statement
+// per poll interval looks for due tasks in all idle queues, instead of a claim each).
 type fetcher struct {
 	w     *Worker
 	queue string
-	wake  chan struct{} // buffer 1: the listener or reaper says there may be due tasks
+	wake  chan struct{} // buffer 1: the listener, reaper or idle watcher says there may be due tasks
+	// idle: the last claim came back short and the fetcher waits for a wake-up; the idle
+	// watcher looks for due tasks on its behalf.
+	idle atomic.Bool
 	// idleTurn holds one token: with a Source, the loop holding it is the only one of
 	// this queue that waits for work while the queue is idle (source.go).
 	idleTurn chan struct{}
@@ -59,19 +64,17 @@ func (f *fetcher) run(ctx context.Context) {
 		f.runSource(ctx)
 		return
 	}
-	poll := time.NewTimer(0)
-	defer poll.Stop()
 	backlog := true // claim at once on start
 	failures := 0
 	for {
 		if !backlog {
-			poll.Reset(loop.Jitter(cfg.PollInterval))
+			f.idle.Store(true)
 			select {
 			case <-ctx.Done():
 				return
 			case <-f.wake:
-			case <-poll.C:
 			}
+			f.idle.Store(false)
 		}
 		if ctx.Err() != nil {
 			return

@@ -4,9 +4,9 @@
 //
 // The pipeline, one background loop per file:
 //
-//	listener (wake-ups) ─┐
-//	fetcher (per queue) ─┴─> executor (bounded goroutines) ─> committer (batched writes)
-//	  or Source.Fetch                                          then Source.Settle
+//	listener, idle watcher ─┐ (wake-ups)
+//	fetcher (per queue) ────┴─> executor (bounded goroutines) ─> committer (batched writes)
+//	  or Source.Fetch                                             then Source.Settle
 //	heartbeater: extends the leases of in-flight tasks, delivers cancel requests
 //	reaper: returns tasks whose lease expired to the queue
 //
@@ -39,6 +39,7 @@ type Worker struct {
 	outage    *outage
 	fetchers  map[string]*fetcher
 	listener  *listener
+	idle      *idleWatcher
 	executor  *executor
 	committer *committer
 	heartbeat *heartbeater
@@ -70,6 +71,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 		w.fetchers[q] = newFetcher(w, q)
 	}
 	w.listener = &listener{w: w}
+	w.idle = &idleWatcher{w: w}
 	w.outage = newOutage(w)
 	w.executor = &executor{w: w}
 	w.committer = newCommitter(w)
@@ -126,6 +128,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	commitDone.Go(func() { w.committer.run(commitCtx) })
 	fetchDone.Go(func() { w.reaper.run(ctx) })
 	fetchDone.Go(func() { w.listener.run(ctx) }) // with a Source too: cancel requests
+	if cfg.Source == nil { // a Source waits for work itself
+		fetchDone.Go(func() { w.idle.run(ctx) })
+	}
 	for _, q := range slices.Sorted(maps.Keys(w.fetchers)) {
 		f := w.fetchers[q]
 		for range cfg.FetchLoops {
