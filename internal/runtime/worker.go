@@ -127,8 +127,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	heartbeatDone.Go(func() { w.heartbeat.run(heartbeatCtx) })
 	commitDone.Go(func() { w.committer.run(commitCtx) })
 	fetchDone.Go(func() { w.reaper.run(ctx) })
-	fetchDone.Go(func() { w.listener.run(ctx) }) // with a Source too: cancel requests
-	if cfg.Source == nil { // a Source waits for work itself
+	// The listener runs with a Source too, for cancel requests; the idle watcher does
+	// not: a Source waits for work itself.
+	fetchDone.Go(func() { w.listener.run(ctx) })
+	if cfg.Source == nil {
 		fetchDone.Go(func() { w.idle.run(ctx) })
 	}
 	for _, q := range slices.Sorted(maps.Keys(w.fetchers)) {
