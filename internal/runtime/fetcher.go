@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -67,14 +68,8 @@ func (f *fetcher) run(ctx context.Context) {
 	backlog := true // claim at once on start
 	failures := 0
 	for {
-		if !backlog {
-			f.idle.Store(true)
-			select {
-			case <-ctx.Done():
-				return
-			case <-f.wake:
-			}
-			f.idle.Store(false)
+		if !backlog && !f.waitIdle(ctx) {
+			return
 		}
 		if ctx.Err() != nil {
 			return
@@ -118,6 +113,28 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		backlog = len(tasks) == n
 	}
+}
+
+// waitIdle waits for a wake-up after a short claim; it reports whether ctx is alive.
+// Only PENDING queues have the idle watcher (Store.NextDue looks at PENDING tasks); a
+// poll-mode worker claiming ENQUEUED tasks polls on its own timer.
+func (f *fetcher) waitIdle(ctx context.Context) bool {
+	var poll <-chan time.Time
+	if f.w.idleWatched() {
+		f.idle.Store(true)
+		defer f.idle.Store(false)
+	} else {
+		t := time.NewTimer(loop.Jitter(f.w.cfg.PollInterval))
+		defer t.Stop()
+		poll = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-f.wake:
+	case <-poll:
+	}
+	return true
 }
 
 // gatherWindow bounds how long a fetcher with a backlog waits for more slots to free up

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/loop"
+	"github.com/rotaqueue/rota/internal/store"
 )
 
 // idleWatcher polls the worker's idle queues for due tasks with one statement per poll
@@ -19,6 +20,12 @@ import (
 // poll interval of their due time.
 type idleWatcher struct {
 	w *Worker
+}
+
+// idleWatched reports whether the idle watcher serves this worker's queues: poll mode,
+// claiming PENDING tasks (a Source waits for work itself).
+func (w *Worker) idleWatched() bool {
+	return w.cfg.Source == nil && w.cfg.ClaimFrom == store.StatusPending
 }
 
 func (iw *idleWatcher) run(ctx context.Context) {

@@ -64,7 +64,14 @@ func (l *listener) handle(n store.Notification) {
 			w.requestCancel(e, "notification")
 		}
 	case store.ListenResumed:
+		// The database may be back from an outage; and inserts announced while the
+		// connection was down were missed: every queue looks.
 		w.outage.resumed()
+		if w.cfg.Source == nil {
+			for _, f := range w.fetchers {
+				f.notify()
+			}
+		}
 	}
 }
 

@@ -37,6 +37,8 @@ type outage struct {
 
 	mu      sync.Mutex
 	probing bool
+	stopped bool           // Run is returning: no new probes
+	probes  sync.WaitGroup // the probe loop, waited for by stop
 	back    chan struct{} // closed when the store answers again after a failed probe
 	poke    chan struct{} // buffer 1: probe now (the LISTEN connection is back)
 }
@@ -52,11 +54,19 @@ func newOutage(w *Worker) *outage {
 func (o *outage) report() <-chan struct{} {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if !o.probing && o.ctx != nil {
+	if !o.probing && !o.stopped && o.ctx != nil {
 		o.probing = true
-		go o.probe()
+		o.probes.Go(o.probe)
 	}
 	return o.back
+}
+
+// stop waits for a running probe loop (its ctx has ended) and prevents new ones.
+func (o *outage) stop() {
+	o.mu.Lock()
+	o.stopped = true
+	o.mu.Unlock()
+	o.probes.Wait()
 }
 
 // resumed is the listener's news that its connection is back: probe now.

@@ -130,7 +130,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// The listener runs with a Source too, for cancel requests; the idle watcher does
 	// not: a Source waits for work itself.
 	fetchDone.Go(func() { w.listener.run(ctx) })
-	if cfg.Source == nil {
+	if w.idleWatched() {
 		fetchDone.Go(func() { w.idle.run(ctx) })
 	}
 	for _, q := range slices.Sorted(maps.Keys(w.fetchers)) {
@@ -160,9 +160,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopCommitter()
 	commitDone.Wait()
 
-	// 4. Stop heartbeats.
+	// 4. Stop heartbeats (and the outage probe, which runs on their context).
 	stopHeartbeat()
 	heartbeatDone.Wait()
+	w.outage.stop()
 
 	if n := w.registry.len(); n > 0 {
 		log.Warn("worker stopped with unrecorded outcomes; their leases will expire", "count", n)
