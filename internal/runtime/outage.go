@@ -39,8 +39,8 @@ type outage struct {
 	probing bool
 	stopped bool           // Run is returning: no new probes
 	probes  sync.WaitGroup // the probe loop, waited for by stop
-	back    chan struct{} // closed when the store answers again after a failed probe
-	poke    chan struct{} // buffer 1: probe now (the LISTEN connection is back)
+	back    chan struct{}  // closed when the store answers again after a failed probe
+	poke    chan struct{}  // buffer 1: probe now (the LISTEN connection is back)
 }
 
 func newOutage(w *Worker) *outage {
