@@ -83,7 +83,7 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 		w.counters.running.Add(1)
 		start := time.Now()
 		var abandoned bool
-		err, abandoned = x.callWatched(actx, e, entry.wrapped, start)
+		abandoned, err = x.callWatched(actx, e, entry.wrapped, start)
 		w.counters.running.Add(-1)
 		if abandoned {
 			return // the lease will expire; the deferred calls free the slot
@@ -99,7 +99,8 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 	}
 	o := x.outcome(ctx, e, entry.opts, err)
 	if !w.committer.submit(pendingOutcome{e: e, o: o}) {
-		// Only a handler abandoned at shutdown gets here; its lease will expire and the
+		// A handler that returned after shutdown stopped the committer (it outlasted the
+		// grace bound but not AbandonGrace) gets here; its lease will expire and the
 		// reaper will retry the task.
 		w.registry.remove(e)
 		w.log.Warn("outcome dropped: the worker has stopped", append(taskAttrs(t), "outcome", o.Kind)...)
@@ -116,9 +117,9 @@ const (
 
 // callWatched runs the handler in a goroutine of its own and waits for it. Once actx has
 // ended (timeout, cancel request, lost lease, shutdown) it waits AbandonGrace more; a
-// handler still running then ignores its context, and is abandoned: callWatched returns
-// abandoned = true and the handler's eventual result is dropped (lateReturn).
-func (x *executor) callWatched(actx context.Context, e *inflight, h Handler, start time.Time) (err error, abandoned bool) {
+// handler still running then ignores its context, and is abandoned: callWatched reports
+// abandoned and the handler's eventual result is dropped (lateReturn).
+func (x *executor) callWatched(actx context.Context, e *inflight, h Handler, start time.Time) (abandoned bool, err error) {
 	var state atomic.Int32
 	done := make(chan error, 1)
 	go func() {
@@ -131,21 +132,21 @@ func (x *executor) callWatched(actx context.Context, e *inflight, h Handler, sta
 	}()
 	select {
 	case err := <-done:
-		return err, false
+		return false, err
 	case <-actx.Done():
 	}
 	grace := time.NewTimer(x.w.cfg.AbandonGrace)
 	defer grace.Stop()
 	select {
 	case err := <-done:
-		return err, false
+		return false, err
 	case <-grace.C:
 	}
 	if !state.CompareAndSwap(handlerRunning, handlerAbandoned) {
-		return <-done, false // it returned just now
+		return false, <-done // it returned just now
 	}
 	x.abandon(actx, e)
-	return nil, true
+	return true, nil
 }
 
 // abandon gives up an attempt whose handler ignores its ended context: the task leaves
