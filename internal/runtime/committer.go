@@ -179,7 +179,11 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 		if !giveUp {
 			w.log.Warn("record outcomes failed; retrying", "count", len(batch), "failures", failures, "error", err)
 			// Retried at once when the store comes back from an outage (outage.go).
-			giveUp = !w.outage.wait(storeCtx, w.outage.report(), errorBackoff(failures))
+			isBack, alive := w.outage.wait(storeCtx, w.outage.report(), errorBackoff(failures))
+			giveUp = !alive
+			if isBack {
+				failures = 0 // a failure now starts a fresh backoff
+			}
 		}
 		if giveUp {
 			// The leases will expire and a reaper will retry these tasks.

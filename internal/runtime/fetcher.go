@@ -100,8 +100,12 @@ func (f *fetcher) run(ctx context.Context) {
 			// An outage's recovery wakes every fetcher (outage.go), so the backoff only
 			// paces retries while the store answers but fails.
 			f.w.outage.report()
-			if !f.waitAfterError(ctx, errorBackoff(failures)) {
+			woken, alive := f.waitAfterError(ctx, errorBackoff(failures))
+			if !alive {
 				return
+			}
+			if woken {
+				failures = 0 // the store is back: a failure now starts a fresh backoff
 			}
 			backlog = true
 			continue
@@ -211,17 +215,19 @@ func errorBackoff(n int) time.Duration {
 }
 
 // waitAfterError waits d after a failed claim, or less when a wake-up arrives (the
-// store is back after an outage, or notified new tasks); it reports whether ctx is alive.
-func (f *fetcher) waitAfterError(ctx context.Context, d time.Duration) bool {
+// store is back after an outage, or notified new tasks); it reports whether a wake-up
+// ended the wait and whether ctx is alive.
+func (f *fetcher) waitAfterError(ctx context.Context, d time.Duration) (woken, alive bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return false
+		return false, false
 	case <-f.wake:
+		return true, true
 	case <-t.C:
+		return false, true
 	}
-	return true
 }
 
 // sleepCtx waits for d or ctx's end; it reports whether the full d passed.

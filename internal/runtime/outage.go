@@ -78,17 +78,18 @@ func (o *outage) resumed() {
 }
 
 // wait sleeps for d, or until the store is back (back closed), or ctx ends; it reports
-// whether ctx is still alive.
-func (o *outage) wait(ctx context.Context, back <-chan struct{}, d time.Duration) bool {
+// whether the store came back and whether ctx is still alive.
+func (o *outage) wait(ctx context.Context, back <-chan struct{}, d time.Duration) (isBack, alive bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return false
+		return false, false
 	case <-back:
+		return true, ctx.Err() == nil
 	case <-t.C:
+		return false, ctx.Err() == nil
 	}
-	return ctx.Err() == nil
 }
 
 // probe pings the store until it answers, then, if a ping had failed, recovers.
