@@ -25,9 +25,9 @@ type fetcher struct {
 	w     *Worker
 	queue string
 	wake  chan struct{} // buffer 1: the listener, reaper or idle watcher says there may be due tasks
-	// idle: the last claim came back short and the fetcher waits for a wake-up; the idle
-	// watcher looks for due tasks on its behalf.
-	idle atomic.Bool
+	// idle counts the loops of this queue (FetchLoops) whose last claim came back short
+	// and that wait for a wake-up; the idle watcher looks for due tasks on their behalf.
+	idle atomic.Int32
 	// idleTurn holds one token: with a Source, the loop holding it is the only one of
 	// this queue that waits for work while the queue is idle (source.go).
 	idleTurn chan struct{}
@@ -125,8 +125,8 @@ func (f *fetcher) run(ctx context.Context) {
 func (f *fetcher) waitIdle(ctx context.Context) bool {
 	var poll <-chan time.Time
 	if f.w.idleWatched() {
-		f.idle.Store(true)
-		defer f.idle.Store(false)
+		f.idle.Add(1)
+		defer f.idle.Add(-1)
 	} else {
 		t := time.NewTimer(loop.Jitter(f.w.cfg.PollInterval))
 		defer t.Stop()

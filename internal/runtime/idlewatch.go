@@ -47,7 +47,7 @@ func (iw *idleWatcher) look(ctx context.Context) {
 	w := iw.w
 	var idle []string
 	for _, q := range slices.Sorted(maps.Keys(w.fetchers)) {
-		if w.fetchers[q].idle.Load() {
+		if w.fetchers[q].idle.Load() > 0 {
 			idle = append(idle, q)
 		}
 	}
