@@ -4,12 +4,14 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/rotaqueue/rota/internal/loop"
 )
 
 // Outage resumption (issue #12 item 11). When a store call fails, the worker probes the
-// store every probeInterval (Store.Ping: a connection refused by a server that is down
-// costs microseconds) instead of waiting out its error backoff, and a resumed LISTEN
-// connection triggers a probe at once. The first probe that succeeds after one failed
+// store every few tens of milliseconds (Store.Ping: a connection refused by a server that
+// is down costs microseconds) instead of waiting out its error backoff, and a resumed
+// LISTEN connection triggers a probe at once. The first probe that succeeds after one failed
 // ends the outage, in this order:
 //
 //  1. the committer's retry wakes and writes the outcomes it held through the outage,
@@ -20,9 +22,13 @@ import (
 // claimed, and before the lease of a task whose outcome waits here could be taken by a
 // reaper (this worker's own reaper never takes them: it excludes the tasks it holds).
 const (
-	// probeInterval paces the probes during an outage: claims resume within about this
-	// long of the database accepting connections.
-	probeInterval = 20 * time.Millisecond
+	// probeInterval paces the probes of an outage's first probeFastFor; probeIntervalLong
+	// the rest (jittered), so that a fleet of workers does not make a recovering server
+	// fork thousands of backends a second just to refuse them. Claims resume within
+	// about one interval of the database accepting connections: under 100 ms.
+	probeInterval     = 20 * time.Millisecond
+	probeIntervalLong = 50 * time.Millisecond
+	probeFastFor      = time.Second
 	// probeTimeout bounds one probe (a server that accepts connections but hangs).
 	probeTimeout = time.Second
 	// recoveryBound bounds steps 1 and 2: claims resume after it even if the writes are
@@ -108,7 +114,11 @@ func (o *outage) probe() {
 			down, downSince = true, time.Now()
 			o.w.log.Warn("store unreachable; probing until it answers", "every", probeInterval, "error", err)
 		}
-		t := time.NewTimer(probeInterval)
+		every := probeInterval
+		if time.Since(downSince) > probeFastFor {
+			every = loop.Jitter(probeIntervalLong)
+		}
+		t := time.NewTimer(every)
 		select {
 		case <-ctx.Done():
 		case <-t.C:
