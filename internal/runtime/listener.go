@@ -20,10 +20,17 @@ type listener struct {
 	w *Worker
 }
 
-func (l *listener) run(ctx context.Context) {
+// run subscribes, closes subscribed after its first attempt (Run waits for it before the
+// first claim, so that no cancel request of a task this worker claims comes before the
+// worker listens), handles notifications, and subscribes again whenever they end.
+func (l *listener) run(ctx context.Context, subscribed chan<- struct{}) {
 	failures := 0
 	for {
 		ch, err := l.w.cfg.Store.Listen(ctx)
+		if subscribed != nil {
+			close(subscribed)
+			subscribed = nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return

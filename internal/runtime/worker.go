@@ -22,6 +22,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Worker claims and runs tasks until Run's context ends.
@@ -128,8 +129,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	commitDone.Go(func() { w.committer.run(commitCtx) })
 	fetchDone.Go(func() { w.reaper.run(ctx) })
 	// The listener runs with a Source too, for cancel requests; the idle watcher does
-	// not: a Source waits for work itself.
-	fetchDone.Go(func() { w.listener.run(ctx) })
+	// not: a Source waits for work itself. Fetching starts once the listener has tried to
+	// subscribe (for at most listenStartWait), so that a cancel request of a task claimed
+	// here cannot come before the worker listens.
+	subscribed := make(chan struct{})
+	fetchDone.Go(func() { w.listener.run(ctx, subscribed) })
+	select {
+	case <-subscribed:
+	case <-time.After(listenStartWait):
+	}
 	if w.idleWatched() {
 		fetchDone.Go(func() { w.idle.run(ctx) })
 	}
@@ -174,6 +182,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// listenStartWait bounds how long Run waits for the listener's first subscription
+// before it claims (a database that hangs on connect must not hold the worker back).
+const listenStartWait = 5 * time.Second
 
 // fail stops Run with err, through the same graceful shutdown.
 func (w *Worker) fail(err error) {
