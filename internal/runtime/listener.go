@@ -44,7 +44,7 @@ func (l *listener) run(ctx context.Context, subscribed chan<- struct{}) {
 		}
 		for n := range ch {
 			failures = 0 // the subscription works
-			l.handle(n)
+			l.handle(ctx, n)
 		}
 		if ctx.Err() != nil {
 			return
@@ -58,7 +58,7 @@ func (l *listener) run(ctx context.Context, subscribed chan<- struct{}) {
 	}
 }
 
-func (l *listener) handle(n store.Notification) {
+func (l *listener) handle(ctx context.Context, n store.Notification) {
 	w := l.w
 	switch n.Kind {
 	case store.TasksDue:
@@ -71,14 +71,16 @@ func (l *listener) handle(n store.Notification) {
 			w.requestCancel(e, "notification")
 		}
 	case store.ListenResumed:
-		// The database may be back from an outage; and inserts announced while the
-		// connection was down were missed: every queue looks.
+		// The database may be back from an outage; and what was announced while the
+		// connection was down was missed: every queue looks, and every running task's
+		// cancel request is read (a reconnect is rare; the heartbeat would take longer).
 		w.outage.resumed()
 		if w.cfg.Source == nil {
 			for _, f := range w.fetchers {
 				f.notify()
 			}
 		}
+		go w.checkCancels(ctx)
 	}
 }
 
@@ -100,6 +102,18 @@ func (w *Worker) checkCancel(ctx context.Context, e *inflight) {
 	t, err := w.cfg.Store.GetTask(ctx, e.task.ID)
 	if err == nil && t.LeaseToken == e.task.LeaseToken && t.CancelRequestedAt != nil {
 		w.requestCancel(e, "notification")
+	}
+}
+
+// checkCancels runs checkCancel for every task running here, one at a time.
+func (w *Worker) checkCancels(ctx context.Context) {
+	for _, e := range w.registry.snapshot() {
+		if ctx.Err() != nil {
+			return
+		}
+		if !e.finished.Load() {
+			w.checkCancel(ctx, e)
+		}
 	}
 }
 
