@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
@@ -27,6 +29,11 @@ type ReaperConfig struct {
 	// OnReap, when set, is called after a pass that reaped n > 0 tasks (a worker uses it
 	// to wake its fetchers: reaped tasks may be due now, and no insert announces them).
 	OnReap func(n int)
+	// Held, when set, is called before each reap call and returns the tasks the caller
+	// holds, which are not reaped (store.ReapParams.HeldTaskIDs): a worker passes the
+	// tasks it runs or whose outcome it has yet to write, so that after a database outage
+	// it never reaps work it finished itself. Nil holds none.
+	Held   func() []uuid.UUID
 	Logger *slog.Logger // default slog.Default()
 }
 
@@ -55,10 +62,15 @@ func (r *Reaper) Run(ctx context.Context) {
 func (r *Reaper) Pass(ctx context.Context) int {
 	total := 0
 	for ctx.Err() == nil {
+		var held []uuid.UUID
+		if r.cfg.Held != nil {
+			held = r.cfg.Held()
+		}
 		n, err := r.cfg.Store.ReapExpiredLeases(ctx, store.ReapParams{
 			Limit:       reapBatch,
 			BackoffBase: r.cfg.BackoffBase,
 			BackoffMax:  r.cfg.BackoffMax,
+			HeldTaskIDs: held,
 		})
 		if err != nil {
 			if ctx.Err() == nil {

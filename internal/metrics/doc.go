@@ -45,6 +45,12 @@
 //	rota_lease_reaps_total
 //	    tasks with an expired lease that a reaper returned to the queue or ended
 //	    (the reapers of workers and of rota serve)
+//	rota_handlers_abandoned_total{queue,kind}
+//	    handlers still running AbandonGrace (5s) after their context ended (timeout,
+//	    cancel, lost lease, shutdown): the worker gave the attempt up and freed its slot;
+//	    the lease expires and a reaper retries or cancels the task
+//	rota_handlers_abandoned_running
+//	    abandoned handlers that have not returned yet (goroutines nothing can stop)
 //
 // Gauges read from the store (Store.Stats) when scraped, by QueueCollector. A result is
 // reused for DefaultStatsTTL, so frequent scrapes (or several Prometheus servers) cost

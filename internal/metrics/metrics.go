@@ -39,6 +39,9 @@ type Metrics struct {
 	commitErrors    prometheus.Counter
 	leaseLost       prometheus.Counter
 	reaps           prometheus.Counter
+
+	abandoned        *prometheus.CounterVec
+	abandonedRunning prometheus.Gauge
 }
 
 var _ runtime.Observer = (*Metrics)(nil)
@@ -91,6 +94,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		reaps: Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_lease_reaps_total",
 			Help: "Tasks with an expired lease that a reaper returned to the queue or ended.",
+		})),
+		abandoned: taskCounter("rota_handlers_abandoned_total",
+			"Handlers still running AbandonGrace after their context ended (timeout, cancel, lost lease, shutdown): the worker gave their attempt up and freed the slot."),
+		abandonedRunning: Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "rota_handlers_abandoned_running",
+			Help: "Abandoned handlers that have not returned yet: goroutines the worker cannot stop.",
 		})),
 	}
 }
@@ -159,4 +168,13 @@ func (m *Metrics) OutcomeRecorded(t *store.Task, status store.Status) {
 
 func (m *Metrics) LeaseLost(*store.Task) {
 	m.leaseLost.Inc()
+}
+
+func (m *Metrics) HandlerAbandoned(t *store.Task) {
+	m.abandoned.WithLabelValues(m.labels(t)).Inc()
+	m.abandonedRunning.Inc()
+}
+
+func (m *Metrics) AbandonedHandlerReturned(*store.Task, time.Duration) {
+	m.abandonedRunning.Dec()
 }

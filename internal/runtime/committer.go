@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,6 +24,10 @@ type committer struct {
 	done chan struct{} // closed when run returns: nothing will be written any more
 
 	carry *pendingOutcome // an outcome held over to the next batch (same task twice)
+
+	// held counts the outcomes submitted and not yet written or dropped; an outage's
+	// recovery waits for it to reach 0 before claims resume (waitHeld).
+	held atomic.Int64
 }
 
 type pendingOutcome struct {
@@ -40,11 +45,27 @@ func newCommitter(w *Worker) *committer {
 
 // submit queues an outcome; it reports false when the committer has stopped.
 func (c *committer) submit(p pendingOutcome) bool {
+	c.held.Add(1)
 	select {
 	case c.in <- p:
 		return true
 	case <-c.done:
+		c.held.Add(-1)
 		return false
+	}
+}
+
+// waitHeld waits until every outcome submitted so far is written (or dropped), or ctx
+// ends. Only an outage's recovery calls it, so it simply polls.
+func (c *committer) waitHeld(ctx context.Context) {
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for c.held.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -130,6 +151,7 @@ func (c *committer) flush(ctx, storeCtx context.Context) {
 // commit writes batch, retrying transient errors until storeCtx ends.
 func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 	w := c.w
+	defer c.held.Add(-int64(len(batch)))
 	outcomes := make([]store.Outcome, 0, len(batch))
 	for _, p := range batch {
 		outcomes = append(outcomes, p.o)
@@ -156,7 +178,12 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 		giveUp := errors.Is(err, store.ErrInvalid) // retrying cannot help
 		if !giveUp {
 			w.log.Warn("record outcomes failed; retrying", "count", len(batch), "failures", failures, "error", err)
-			giveUp = !sleepCtx(storeCtx, errorBackoff(failures))
+			// Retried at once when the store comes back from an outage (outage.go).
+			isBack, alive := w.outage.wait(storeCtx, w.outage.report(), errorBackoff(failures))
+			giveUp = !alive
+			if isBack {
+				failures = 0 // a failure now starts a fresh backoff
+			}
 		}
 		if giveUp {
 			// The leases will expire and a reaper will retry these tasks.

@@ -39,8 +39,9 @@ type Config struct {
 	// DefaultSourceFetchLoops with a Source, whose receives (SQS long polls) return as
 	// soon as one message is there, so one loop alone would leave slots idle.
 	FetchLoops int
-	// PollInterval is how often an idle queue is polled when no wake-up from
-	// Store.WaitForTasks arrives (delayed and retried tasks are found this way).
+	// PollInterval is how often the idle queues are polled when no wake-up from
+	// Store.Listen arrives (delayed and retried tasks are found this way): one
+	// Store.NextDue call for all of them, then a claim for each queue with a due task.
 	// Default: 1s.
 	PollInterval time.Duration
 
@@ -73,6 +74,14 @@ type Config struct {
 	// the wait for handlers that ignore the cancel and the final flush of outcomes.
 	// Negative cancels at once. Default: 10s.
 	ShutdownGrace time.Duration
+
+	// AbandonGrace is how long a handler may keep running after its context ended (the
+	// attempt timed out, a cancel was requested, the lease was lost, or shutdown) before
+	// the worker abandons it: it stops extending the task's lease, frees the slot, and
+	// counts and logs the goroutine, which it cannot kill. The lease then expires and a
+	// reaper retries (or cancels) the task; whatever the handler returns later is dropped.
+	// Default: 5s.
+	AbandonGrace time.Duration
 
 	// CommitBatch is the most outcomes written in one Store.RecordOutcomes call.
 	// Default: 100.
@@ -116,6 +125,7 @@ const (
 	DefaultBackoffMax       = time.Hour
 	DefaultReapInterval     = 5 * time.Second
 	DefaultShutdownGrace    = 10 * time.Second
+	DefaultAbandonGrace     = 5 * time.Second
 	DefaultCommitBatch      = 100
 	DefaultCommitInterval   = 5 * time.Millisecond
 )
@@ -145,6 +155,7 @@ func (cfg Config) withDefaults() Config {
 	cfg.BackoffMax = cmp.Or(cfg.BackoffMax, DefaultBackoffMax)
 	cfg.ReapInterval = cmp.Or(cfg.ReapInterval, DefaultReapInterval)
 	cfg.ShutdownGrace = cmp.Or(cfg.ShutdownGrace, DefaultShutdownGrace)
+	cfg.AbandonGrace = cmp.Or(cfg.AbandonGrace, DefaultAbandonGrace)
 	cfg.CommitBatch = cmp.Or(cfg.CommitBatch, DefaultCommitBatch)
 	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, DefaultCommitInterval)
 	cfg.ClaimFrom = cmp.Or(cfg.ClaimFrom, store.StatusPending)
@@ -181,6 +192,7 @@ func (cfg *Config) validate() error {
 		cfg.HeartbeatInterval, cfg.LeaseDuration)
 	check(cfg.BackoffBase > 0 && cfg.BackoffMax >= cfg.BackoffBase,
 		"BackoffBase must be positive and at most BackoffMax, got %s and %s", cfg.BackoffBase, cfg.BackoffMax)
+	check(cfg.AbandonGrace > 0, "AbandonGrace must be positive, got %s", cfg.AbandonGrace)
 	check(cfg.CommitBatch > 0, "CommitBatch must be positive, got %d", cfg.CommitBatch)
 	check(cfg.ClaimFrom == store.StatusPending || cfg.ClaimFrom == store.StatusEnqueued,
 		"ClaimFrom must be %s or %s, got %q", store.StatusPending, store.StatusEnqueued, cfg.ClaimFrom)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -27,10 +28,16 @@ type executor struct {
 func (x *executor) start(d Delivery) {
 	ctx, cancel := context.WithCancelCause(x.base)
 	lastBeat := leaseStart(d.Task, x.w.cfg.Now(), x.w.cfg.LeaseDuration)
-	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel, lastBeat: lastBeat}
+	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel}
+	e.lastBeat.Store(lastBeat.UnixNano())
 	x.w.counters.claimed.Add(1)
 	x.w.cfg.Observer.TaskClaimed(d.Task)
 	x.w.registry.add(e)
+	if x.w.cancels.has(d.Task.ID) {
+		// A cancel notification came before the task got here: it may be this attempt's
+		// (claimed, then canceled) or an earlier one's (canceled, replayed, claimed).
+		go x.w.checkCancel(x.base, e)
+	}
 	x.wg.Add(1)
 	go x.run(ctx, e)
 }
@@ -75,8 +82,12 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 		}
 		w.counters.running.Add(1)
 		start := time.Now()
-		err = x.call(actx, entry.wrapped, &Job{Task: *t})
+		var abandoned bool
+		abandoned, err = x.callWatched(actx, e, entry.wrapped, start)
 		w.counters.running.Add(-1)
+		if abandoned {
+			return // the lease will expire; the deferred calls free the slot
+		}
 		err = explain(actx, err)
 		w.cfg.Observer.HandlerDone(t, time.Since(start), err)
 	}
@@ -88,11 +99,80 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 	}
 	o := x.outcome(ctx, e, entry.opts, err)
 	if !w.committer.submit(pendingOutcome{e: e, o: o}) {
-		// Only a handler abandoned at shutdown gets here; its lease will expire and the
+		// A handler that returned after shutdown stopped the committer (it outlasted the
+		// grace bound but not AbandonGrace) gets here; its lease will expire and the
 		// reaper will retry the task.
 		w.registry.remove(e)
 		w.log.Warn("outcome dropped: the worker has stopped", append(taskAttrs(t), "outcome", o.Kind)...)
 	}
+}
+
+// Handler goroutine states, for the handshake between a handler returning and the
+// executor abandoning it: whichever moves the state first decides.
+const (
+	handlerRunning int32 = iota
+	handlerReturned
+	handlerAbandoned
+)
+
+// callWatched runs the handler in a goroutine of its own and waits for it. Once actx has
+// ended (timeout, cancel request, lost lease, shutdown) it waits AbandonGrace more; a
+// handler still running then ignores its context, and is abandoned: callWatched reports
+// abandoned and the handler's eventual result is dropped (lateReturn).
+func (x *executor) callWatched(actx context.Context, e *inflight, h Handler, start time.Time) (abandoned bool, err error) {
+	var state atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		err := x.call(actx, h, &Job{Task: *e.task})
+		if state.CompareAndSwap(handlerRunning, handlerReturned) {
+			done <- err
+			return
+		}
+		x.lateReturn(e, err, time.Since(start))
+	}()
+	select {
+	case err := <-done:
+		return false, err
+	case <-actx.Done():
+	}
+	grace := time.NewTimer(x.w.cfg.AbandonGrace)
+	defer grace.Stop()
+	select {
+	case err := <-done:
+		return false, err
+	case <-grace.C:
+	}
+	if !state.CompareAndSwap(handlerRunning, handlerAbandoned) {
+		return false, <-done // it returned just now
+	}
+	x.abandon(actx, e)
+	return true, nil
+}
+
+// abandon gives up an attempt whose handler ignores its ended context: the task leaves
+// the registry, so heartbeats stop, the lease expires and a reaper (of any worker, this
+// one's included) retries or cancels it elsewhere. The caller frees the slot: the
+// goroutine cannot be stopped, but it no longer counts against capacity.
+func (x *executor) abandon(actx context.Context, e *inflight) {
+	w := x.w
+	e.abandoned.Store(true)
+	w.registry.remove(e)
+	w.counters.abandoned.Add(1)
+	w.counters.abandonedRunning.Add(1)
+	w.cfg.Observer.HandlerAbandoned(e.task)
+	w.log.Error("handler ignores its ended context; abandoning it (its lease will expire and a reaper retries the task)",
+		append(taskAttrs(e.task), "reason", errString(context.Cause(actx)), "grace", w.cfg.AbandonGrace)...)
+}
+
+// lateReturn is an abandoned handler returning at last. Its outcome is never written:
+// the task's lease has expired or will, and the reaper owns what happens next (the lease
+// token fences a write anyway).
+func (x *executor) lateReturn(e *inflight, err error, took time.Duration) {
+	w := x.w
+	w.counters.abandonedRunning.Add(-1)
+	w.cfg.Observer.AbandonedHandlerReturned(e.task, took)
+	w.log.Warn("abandoned handler returned; its outcome is dropped",
+		append(taskAttrs(e.task), "took", took, "error", errString(err))...)
 }
 
 // call runs the handler, turning a panic into a retryable error with the stack.

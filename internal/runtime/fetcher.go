@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/rotaqueue/rota/internal/loop"
@@ -15,13 +16,18 @@ import (
 // the free capacity allows, so a task is never claimed without a slot to run it.
 //
 // It claims when it starts, then whenever it is woken: by a wake-up from the listener, by
-// the poll timer, and, while the queue seems to have a backlog (the last claim was full),
-// by a slot freeing up. A full claim is followed by another one at once, which drains a
-// backlog as fast as slots allow.
+// the idle watcher (idlewatch.go: the queue has a due task), and, while the queue seems
+// to have a backlog (the last claim was full), by a slot freeing up. A full claim is
+// followed by another one at once, which drains a backlog as fast as slots allow; after
+// a short one the queue is idle and claims again only when woken (one NextDue statement
+// per poll interval looks for due tasks in all idle queues, instead of a claim each).
 type fetcher struct {
 	w     *Worker
 	queue string
-	wake  chan struct{} // buffer 1: the listener or reaper says there may be due tasks
+	wake  chan struct{} // buffer 1: the listener, reaper or idle watcher says there may be due tasks
+	// idle counts the loops of this queue (FetchLoops) whose last claim came back short
+	// and that wait for a wake-up; the idle watcher looks for due tasks on their behalf.
+	idle atomic.Int32
 	// idleTurn holds one token: with a Source, the loop holding it is the only one of
 	// this queue that waits for work while the queue is idle (source.go).
 	idleTurn chan struct{}
@@ -59,19 +65,11 @@ func (f *fetcher) run(ctx context.Context) {
 		f.runSource(ctx)
 		return
 	}
-	poll := time.NewTimer(0)
-	defer poll.Stop()
 	backlog := true // claim at once on start
 	failures := 0
 	for {
-		if !backlog {
-			poll.Reset(loop.Jitter(cfg.PollInterval))
-			select {
-			case <-ctx.Done():
-				return
-			case <-f.wake:
-			case <-poll.C:
-			}
+		if !backlog && !f.waitIdle(ctx) {
+			return
 		}
 		if ctx.Err() != nil {
 			return
@@ -99,8 +97,15 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			failures++
 			f.w.log.Warn("claim tasks failed; retrying", "queue", f.queue, "failures", failures, "error", err)
-			if !sleepCtx(ctx, errorBackoff(failures)) {
+			// An outage's recovery wakes every fetcher (outage.go), so the backoff only
+			// paces retries while the store answers but fails.
+			f.w.outage.report()
+			woken, alive := f.waitAfterError(ctx, errorBackoff(failures))
+			if !alive {
 				return
+			}
+			if woken {
+				failures = 0 // the store is back: a failure now starts a fresh backoff
 			}
 			backlog = true
 			continue
@@ -112,6 +117,28 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 		backlog = len(tasks) == n
 	}
+}
+
+// waitIdle waits for a wake-up after a short claim; it reports whether ctx is alive.
+// Only PENDING queues have the idle watcher (Store.NextDue looks at PENDING tasks); a
+// poll-mode worker claiming ENQUEUED tasks polls on its own timer.
+func (f *fetcher) waitIdle(ctx context.Context) bool {
+	var poll <-chan time.Time
+	if f.w.idleWatched() {
+		f.idle.Add(1)
+		defer f.idle.Add(-1)
+	} else {
+		t := time.NewTimer(loop.Jitter(f.w.cfg.PollInterval))
+		defer t.Stop()
+		poll = t.C
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-f.wake:
+	case <-poll:
+	}
+	return true
 }
 
 // gatherWindow bounds how long a fetcher with a backlog waits for more slots to free up
@@ -185,6 +212,22 @@ func errorBackoff(n int) time.Duration {
 		d = min(d, 50*time.Millisecond<<(n-1))
 	}
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// waitAfterError waits d after a failed claim, or less when a wake-up arrives (the
+// store is back after an outage, or notified new tasks); it reports whether a wake-up
+// ended the wait and whether ctx is alive.
+func (f *fetcher) waitAfterError(ctx context.Context, d time.Duration) (woken, alive bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, false
+	case <-f.wake:
+		return true, true
+	case <-t.C:
+		return false, true
+	}
 }
 
 // sleepCtx waits for d or ctx's end; it reports whether the full d passed.

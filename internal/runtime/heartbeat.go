@@ -35,7 +35,7 @@ func (h *heartbeater) run(ctx context.Context) {
 }
 
 // beatAll heartbeats the tasks whose lease was last extended at least half an interval
-// ago; a task claimed just before the tick waits for the next one. So a first beat may
+// ago (also called by an outage's recovery, alongside the loop: a double beat is harmless); a task claimed just before the tick waits for the next one. So a first beat may
 // come 1.5 intervals after the claim, which is why Config.validate allows an interval of
 // at most half the lease.
 func (h *heartbeater) beatAll(ctx context.Context) {
@@ -44,7 +44,7 @@ func (h *heartbeater) beatAll(ctx context.Context) {
 	sem := make(chan struct{}, heartbeatParallelism)
 	var wg sync.WaitGroup
 	for _, e := range h.w.registry.snapshot() {
-		if now.Sub(e.lastBeat) < due || e.leaseLost.Load() {
+		if now.Sub(time.Unix(0, e.lastBeat.Load())) < due || e.leaseLost.Load() {
 			continue
 		}
 		select {
@@ -82,16 +82,16 @@ func (h *heartbeater) beat(ctx context.Context, e *inflight) {
 	case err != nil:
 		if ctx.Err() == nil {
 			w.counters.heartbeatErrors.Add(1)
+			w.outage.report() // the store may be down: recovery beats again at once
 			w.log.Warn("heartbeat failed", append(taskAttrs(e.task), "error", err)...)
 		}
 	default:
-		e.lastBeat = start
+		e.lastBeat.Store(start.UnixNano())
 		if w.cfg.Source != nil {
 			w.cfg.Source.Extend(ctx, Delivery{Task: e.task, Receipt: e.receipt}, w.cfg.LeaseDuration)
 		}
-		if task.CancelRequestedAt != nil && !e.finished.Load() && e.cancelRequested.CompareAndSwap(false, true) {
-			w.log.Info("cancel requested; stopping the handler", taskAttrs(e.task)...)
-			e.cancel(errCancelRequested)
+		if task.CancelRequestedAt != nil {
+			w.requestCancel(e, "heartbeat")
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -19,11 +18,14 @@ type inflight struct {
 	receipt any                     // the Source's handle on the delivery (nil in poll mode)
 	cancel  context.CancelCauseFunc // cancels the handler's context
 
-	lastBeat time.Time // lease start (leaseStart) or last successful heartbeat; only the heartbeat loop touches it
+	// lastBeat is the lease's start (leaseStart) or the start of its last successful
+	// heartbeat, in Unix nanoseconds: the heartbeat loop and an outage's recovery beat.
+	lastBeat atomic.Int64
 
 	finished        atomic.Bool // the handler returned
 	cancelRequested atomic.Bool // a heartbeat saw CancelRequestedAt
 	leaseLost       atomic.Bool // another worker owns the task now; record nothing
+	abandoned       atomic.Bool // the handler ignored its ended context; given up (executor.abandon)
 }
 
 // registry holds the in-flight tasks for the heartbeat loop.
@@ -38,6 +40,13 @@ func (r *registry) add(e *inflight) {
 	r.mu.Lock()
 	r.m[e.task.ID] = e
 	r.mu.Unlock()
+}
+
+// get returns the entry of task id, or nil.
+func (r *registry) get(id uuid.UUID) *inflight {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[id]
 }
 
 // remove drops e, unless the task was re-claimed since and the key names a newer entry.
@@ -55,6 +64,17 @@ func (r *registry) snapshot() []*inflight {
 	out := make([]*inflight, 0, len(r.m))
 	for _, e := range r.m {
 		out = append(out, e)
+	}
+	return out
+}
+
+// ids returns the ids of the tasks held: running, or with an outcome not yet written.
+func (r *registry) ids() []uuid.UUID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]uuid.UUID, 0, len(r.m))
+	for id := range r.m {
+		out = append(out, id)
 	}
 	return out
 }

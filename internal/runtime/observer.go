@@ -26,6 +26,12 @@ type Observer interface {
 	LeaseLost(t *store.Task)
 	// Reaped: this worker's reaper returned n tasks with expired leases.
 	Reaped(n int)
+	// HandlerAbandoned: t's handler kept running AbandonGrace past the end of its
+	// context; the worker gave the attempt up (its lease will expire) and freed its slot.
+	HandlerAbandoned(t *store.Task)
+	// AbandonedHandlerReturned: an abandoned handler finally returned, took after its
+	// start; its outcome was dropped.
+	AbandonedHandlerReturned(t *store.Task, took time.Duration)
 }
 
 // NopObserver ignores every event.
@@ -33,10 +39,12 @@ type NopObserver struct{}
 
 var _ Observer = NopObserver{}
 
-func (NopObserver) ClaimDone(string, int, time.Duration, error)   {}
-func (NopObserver) TaskClaimed(*store.Task)                       {}
-func (NopObserver) HandlerDone(*store.Task, time.Duration, error) {}
-func (NopObserver) CommitDone(int, time.Duration, error)          {}
-func (NopObserver) OutcomeRecorded(*store.Task, store.Status)     {}
-func (NopObserver) LeaseLost(*store.Task)                         {}
-func (NopObserver) Reaped(int)                                    {}
+func (NopObserver) ClaimDone(string, int, time.Duration, error)         {}
+func (NopObserver) TaskClaimed(*store.Task)                             {}
+func (NopObserver) HandlerDone(*store.Task, time.Duration, error)       {}
+func (NopObserver) CommitDone(int, time.Duration, error)                {}
+func (NopObserver) OutcomeRecorded(*store.Task, store.Status)           {}
+func (NopObserver) LeaseLost(*store.Task)                               {}
+func (NopObserver) Reaped(int)                                          {}
+func (NopObserver) HandlerAbandoned(*store.Task)                        {}
+func (NopObserver) AbandonedHandlerReturned(*store.Task, time.Duration) {}

@@ -8,7 +8,7 @@ import (
 
 // reaper runs the shared lease reaper (internal/maintenance) inside the worker, waking the
 // fetchers after a pass that returned tasks to the queue: reaped tasks may be due now, and
-// no insert announces them.
+// no insert announces them. It never reaps the tasks this worker holds.
 type reaper struct {
 	w *Worker
 }
@@ -23,7 +23,11 @@ func (r *reaper) run(ctx context.Context) {
 		Interval:    w.cfg.ReapInterval,
 		BackoffBase: w.cfg.BackoffBase,
 		BackoffMax:  w.cfg.BackoffMax,
-		Logger:      w.log,
+		// Never this worker's own tasks: it extends their leases, and an outcome it holds
+		// (a database outage) is written when the database is back. An abandoned
+		// handler's task is no longer held, so it is reaped as usual.
+		Held:   w.registry.ids,
+		Logger: w.log,
 		OnReap: func(n int) {
 			w.counters.reaped.Add(int64(n))
 			w.cfg.Observer.Reaped(n)

@@ -19,35 +19,41 @@ type Stats struct {
 	ClaimErrors     int64 // failed ClaimTasks calls
 	HeartbeatErrors int64 // failed Heartbeat calls, lease loss excluded
 	Reaped          int64 // expired leases this worker's reaper handled
+	Abandoned       int64 // handlers given up AbandonGrace after their context ended
 
 	Running  int64 // handlers running now
 	InFlight int64 // claimed tasks whose outcome is not recorded yet
+	// AbandonedRunning counts abandoned handlers that have not returned yet: goroutines
+	// the worker can neither stop nor account a slot to.
+	AbandonedRunning int64
 }
 
 type counters struct {
 	claimed, succeeded, retried, dead, failed, canceled, leaseLost atomic.Int64
 	noHandler, panics, commitErrors, claimErrors, heartbeatErrors  atomic.Int64
-	reaped, running                                                atomic.Int64
+	reaped, running, abandoned, abandonedRunning                   atomic.Int64
 }
 
 // Stats returns a snapshot of the worker's counters.
 func (w *Worker) Stats() Stats {
 	c := &w.counters
 	return Stats{
-		Claimed:         c.claimed.Load(),
-		Succeeded:       c.succeeded.Load(),
-		Retried:         c.retried.Load(),
-		Dead:            c.dead.Load(),
-		Failed:          c.failed.Load(),
-		Canceled:        c.canceled.Load(),
-		LeaseLost:       c.leaseLost.Load(),
-		NoHandler:       c.noHandler.Load(),
-		Panics:          c.panics.Load(),
-		CommitErrors:    c.commitErrors.Load(),
-		ClaimErrors:     c.claimErrors.Load(),
-		HeartbeatErrors: c.heartbeatErrors.Load(),
-		Reaped:          c.reaped.Load(),
-		Running:         c.running.Load(),
-		InFlight:        int64(w.registry.len()),
+		Claimed:          c.claimed.Load(),
+		Succeeded:        c.succeeded.Load(),
+		Retried:          c.retried.Load(),
+		Dead:             c.dead.Load(),
+		Failed:           c.failed.Load(),
+		Canceled:         c.canceled.Load(),
+		LeaseLost:        c.leaseLost.Load(),
+		NoHandler:        c.noHandler.Load(),
+		Panics:           c.panics.Load(),
+		CommitErrors:     c.commitErrors.Load(),
+		ClaimErrors:      c.claimErrors.Load(),
+		HeartbeatErrors:  c.heartbeatErrors.Load(),
+		Reaped:           c.reaped.Load(),
+		Running:          c.running.Load(),
+		InFlight:         int64(w.registry.len()),
+		Abandoned:        c.abandoned.Load(),
+		AbandonedRunning: c.abandonedRunning.Load(),
 	}
 }

@@ -4,9 +4,9 @@
 //
 // The pipeline, one background loop per file:
 //
-//	listener (wake-ups) ─┐
-//	fetcher (per queue) ─┴─> executor (bounded goroutines) ─> committer (batched writes)
-//	  or Source.Fetch                                          then Source.Settle
+//	listener, idle watcher ─┐ (wake-ups)
+//	fetcher (per queue) ────┴─> executor (bounded goroutines) ─> committer (batched writes)
+//	  or Source.Fetch                                             then Source.Settle
 //	heartbeater: extends the leases of in-flight tasks, delivers cancel requests
 //	reaper: returns tasks whose lease expired to the queue
 //
@@ -22,6 +22,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Worker claims and runs tasks until Run's context ends.
@@ -35,8 +36,11 @@ type Worker struct {
 
 	capacity  *capacity
 	registry  *registry
+	cancels   *recentCancels
+	outage    *outage
 	fetchers  map[string]*fetcher
 	listener  *listener
+	idle      *idleWatcher
 	executor  *executor
 	committer *committer
 	heartbeat *heartbeater
@@ -61,12 +65,15 @@ func NewWorker(cfg Config) (*Worker, error) {
 		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
 		capacity: newCapacity(cfg.Concurrency, limits),
 		registry: newRegistry(),
+		cancels:  newRecentCancels(cfg.LeaseDuration),
 		fetchers: make(map[string]*fetcher, len(limits)),
 	}
 	for q := range limits {
 		w.fetchers[q] = newFetcher(w, q)
 	}
 	w.listener = &listener{w: w}
+	w.idle = &idleWatcher{w: w}
+	w.outage = newOutage(w)
 	w.executor = &executor{w: w}
 	w.committer = newCommitter(w)
 	w.heartbeat = &heartbeater{w: w}
@@ -115,13 +122,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	heartbeatCtx, stopHeartbeat := context.WithCancel(detached)
 	defer stopHeartbeat()
 	w.executor.base = handlersCtx
+	w.outage.ctx = heartbeatCtx // probing may be needed until the last heartbeat
 
 	var heartbeatDone, commitDone, fetchDone sync.WaitGroup
 	heartbeatDone.Go(func() { w.heartbeat.run(heartbeatCtx) })
 	commitDone.Go(func() { w.committer.run(commitCtx) })
 	fetchDone.Go(func() { w.reaper.run(ctx) })
-	if cfg.Source == nil { // a Source waits for work itself
-		fetchDone.Go(func() { w.listener.run(ctx) })
+	// The listener runs with a Source too, for cancel requests; the idle watcher does
+	// not: a Source waits for work itself. Fetching starts once the listener has tried to
+	// subscribe (for at most listenStartWait), so that a cancel request of a task claimed
+	// here cannot come before the worker listens.
+	subscribed := make(chan struct{})
+	fetchDone.Go(func() { w.listener.run(ctx, subscribed) })
+	select {
+	case <-subscribed:
+	case <-time.After(listenStartWait):
+	}
+	if w.idleWatched() {
+		fetchDone.Go(func() { w.idle.run(ctx) })
 	}
 	for _, q := range slices.Sorted(maps.Keys(w.fetchers)) {
 		f := w.fetchers[q]
@@ -150,9 +168,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopCommitter()
 	commitDone.Wait()
 
-	// 4. Stop heartbeats.
+	// 4. Stop heartbeats (and the outage probe, which runs on their context).
 	stopHeartbeat()
 	heartbeatDone.Wait()
+	w.outage.stop()
 
 	if n := w.registry.len(); n > 0 {
 		log.Warn("worker stopped with unrecorded outcomes; their leases will expire", "count", n)
@@ -163,6 +182,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// listenStartWait bounds how long Run waits for the listener's first subscription
+// before it claims (a database that hangs on connect must not hold the worker back).
+const listenStartWait = 5 * time.Second
 
 // fail stops Run with err, through the same graceful shutdown.
 func (w *Worker) fail(err error) {

@@ -263,6 +263,10 @@ type ReapParams struct {
 	Limit       int
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
+	// HeldTaskIDs are tasks the caller holds (a worker: still running, or with an outcome
+	// waiting to be written, as after a database outage): never reaped by this call, even
+	// with their lease expired, since the caller's own outcome is on its way.
+	HeldTaskIDs []uuid.UUID
 }
 
 // ReplayParams selects DEAD and FAILED tasks for a bulk replay. Empty filters match all.
@@ -389,10 +393,46 @@ type Store interface {
 	// closed when ctx ends.
 	WaitForTasks(ctx context.Context) (<-chan string, error)
 
+	// NextDue reports, for each of queues holding PENDING tasks, how long until the
+	// earliest of them is due by the store's clock (zero or negative: one is due now);
+	// queues without PENDING tasks are absent. One call covers every queue, so a worker
+	// polls its idle queues with one cheap statement instead of one claim each.
+	NextDue(ctx context.Context, queues []string) (map[string]time.Duration, error)
+
+	// Listen is WaitForTasks with more to hear, on the same kind of subscription (one
+	// dedicated connection in PostgreSQL): TasksDue with the queue, as WaitForTasks
+	// sends; CancelRequested with the id of a PROCESSING task whose cancel was requested,
+	// so its worker can stop the handler at once; ListenResumed after the subscription
+	// was lost and is back (the database may have restarted, and whatever was notified
+	// meanwhile is lost: look for work now). Best effort, never blocking the store: a
+	// slow reader misses notifications. Closed when ctx ends or the store is closed.
+	Listen(ctx context.Context) (<-chan Notification, error)
+
 	// Ping reports whether the store can serve requests (readiness).
 	Ping(ctx context.Context) error
 
 	Close()
+}
+
+// NotificationKind says what a Notification from Store.Listen reports.
+type NotificationKind int
+
+const (
+	// TasksDue: due tasks were inserted into Notification.Queue.
+	TasksDue NotificationKind = iota + 1
+	// CancelRequested: a cancel was requested for the PROCESSING task
+	// Notification.TaskID.
+	CancelRequested
+	// ListenResumed: the subscription was lost and is back; notifications sent meanwhile
+	// were missed.
+	ListenResumed
+)
+
+// Notification is one event from Store.Listen.
+type Notification struct {
+	Kind   NotificationKind
+	Queue  string    // TasksDue
+	TaskID uuid.UUID // CancelRequested
 }
 
 // Defaults shared by the adapters and the API.

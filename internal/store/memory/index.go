@@ -158,9 +158,9 @@ func (s *Store) addLease(e *entry) {
 	}
 }
 
-// nextExpired pops the PROCESSING task whose lease expired first, if any expired
-// before now.
-func (s *Store) nextExpired(now time.Time) *entry {
+// nextExpired pops the lease of the PROCESSING task whose lease expired first, if any
+// expired before now.
+func (s *Store) nextExpired(now time.Time) (leaseItem, bool) {
 	for s.leases.Len() > 0 {
 		top := s.leases.Peek()
 		if !top.valid() {
@@ -168,10 +168,29 @@ func (s *Store) nextExpired(now time.Time) *entry {
 			continue
 		}
 		if !top.expires.Before(now) {
-			return nil
+			return leaseItem{}, false
 		}
 		s.leases.Pop()
-		return top.e
+		return top, true
 	}
-	return nil
+	return leaseItem{}, false
+}
+
+// nextDue reports how long until the queue's earliest task is due (0 when one is due
+// now), or false when it holds none. Stale items met on the way are dropped.
+func (cq *claimQueue) nextDue(now time.Time) (time.Duration, bool) {
+	cq.promote(now)
+	for cq.ready.Len() > 0 {
+		if cq.valid(cq.ready.Peek()) {
+			return 0, true
+		}
+		cq.ready.Pop()
+	}
+	for cq.future.Len() > 0 {
+		if it := cq.future.Peek(); cq.valid(it) {
+			return it.at.Sub(now), true
+		}
+		cq.future.Pop()
+	}
+	return 0, false
 }

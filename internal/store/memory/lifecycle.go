@@ -271,6 +271,8 @@ func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 			e.task.CancelRequestedAt = &at
 			e.task.UpdatedAt = now
 		}
+		// As cancel_task.sql notifies rota_cancel: every request, the first or not.
+		s.broadcast(store.Notification{Kind: store.CancelRequested, TaskID: id})
 	case store.StatusCanceled:
 		// Already done: report it unchanged.
 	default:
@@ -333,10 +335,25 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 	now := s.clock()
 	wake := map[string]bool{}
 	n := 0
+	skip := make(map[uuid.UUID]bool, len(p.HeldTaskIDs))
+	for _, id := range p.HeldTaskIDs {
+		skip[id] = true
+	}
+	var held []leaseItem // expired leases of held tasks: back in the heap afterwards
+	defer func() {
+		for _, it := range held {
+			s.leases.Push(it)
+		}
+	}()
 	for n < p.Limit {
-		e := s.nextExpired(now)
-		if e == nil {
+		it, ok := s.nextExpired(now)
+		if !ok {
 			break
+		}
+		e := it.e
+		if skip[e.task.ID] {
+			held = append(held, it)
+			continue
 		}
 		n++
 		t := &e.task
@@ -373,4 +390,26 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 // to PENDING) still names it.
 func claimableByID(status, from store.Status) bool {
 	return status == from || (from == store.StatusEnqueued && status == store.StatusPending)
+}
+
+// NextDue reports how long until each queue's earliest PENDING task is due; see
+// store.Store.
+func (s *Store) NextDue(ctx context.Context, queues []string) (map[string]time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clock()
+	out := make(map[string]time.Duration, len(queues))
+	for _, q := range queues {
+		cq := s.claimable[queueStatus{q, store.StatusPending}]
+		if cq == nil {
+			continue
+		}
+		if d, ok := cq.nextDue(now); ok {
+			out[q] = d
+		}
+	}
+	return out, nil
 }

@@ -41,7 +41,8 @@ type Store struct {
 	counts      map[string]map[store.Status]int64
 	deadLetters []*store.DeadLetter // id = index + 1
 	attemptID   int64
-	subs        map[int]chan string
+	subs        map[int]chan string             // WaitForTasks subscribers
+	listeners   map[int]chan store.Notification // Listen subscribers
 	nextSub     int
 	closed      bool
 	schedules   map[string]*schedule            // by name; see schedules.go
@@ -72,6 +73,7 @@ func New() *Store {
 		processing:  map[uuid.UUID]*entry{},
 		counts:      map[string]map[store.Status]int64{},
 		subs:        map[int]chan string{},
+		listeners:   map[int]chan store.Notification{},
 		schedules:   map[string]*schedule{},
 	}
 }
@@ -81,7 +83,7 @@ func (s *Store) clock() time.Time { return dbTime(s.now()) }
 
 func dbTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
 
-// Close wakes and closes every WaitForTasks channel. The store keeps its data and still
+// Close wakes and closes every WaitForTasks and Listen channel. The store keeps its data and still
 // answers calls (there is nothing to release).
 func (s *Store) Close() {
 	s.mu.Lock()
@@ -89,6 +91,10 @@ func (s *Store) Close() {
 	s.closed = true
 	for id, ch := range s.subs {
 		delete(s.subs, id)
+		close(ch)
+	}
+	for id, ch := range s.listeners {
+		delete(s.listeners, id)
 		close(ch)
 	}
 }

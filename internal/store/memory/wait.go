@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"slices"
+
+	"github.com/rotaqueue/rota/internal/store"
 )
 
 // wakeBuffer is how many wake-ups a slow subscriber may have pending before further
@@ -37,9 +39,46 @@ func (s *Store) WaitForTasks(ctx context.Context) (<-chan string, error) {
 	return ch, nil
 }
 
+// Listen subscribes to due-task, cancel-request notifications; see store.Store. The
+// memory store never loses its subscription, so it never sends ListenResumed.
+func (s *Store) Listen(ctx context.Context) (<-chan store.Notification, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ch := make(chan store.Notification, wakeBuffer)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		close(ch)
+		return ch, nil
+	}
+	id := s.nextSub
+	s.nextSub++
+	s.listeners[id] = ch
+	context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if c, ok := s.listeners[id]; ok {
+			delete(s.listeners, id)
+			close(c)
+		}
+	})
+	return ch, nil
+}
+
+// broadcast sends n to every Listen subscriber, without blocking. Callers hold s.mu.
+func (s *Store) broadcast(n store.Notification) {
+	for _, ch := range s.listeners {
+		select {
+		case ch <- n:
+		default:
+		}
+	}
+}
+
 // notify sends each queue name to every subscriber, without blocking. Callers hold s.mu.
 func (s *Store) notify(queues map[string]bool) {
-	if len(queues) == 0 || len(s.subs) == 0 {
+	if len(queues) == 0 || (len(s.subs) == 0 && len(s.listeners) == 0) {
 		return
 	}
 	names := make([]string, 0, len(queues))
@@ -54,5 +93,8 @@ func (s *Store) notify(queues map[string]bool) {
 			default:
 			}
 		}
+	}
+	for _, q := range names {
+		s.broadcast(store.Notification{Kind: store.TasksDue, Queue: q})
 	}
 }

@@ -368,3 +368,39 @@ func receive(t *testing.T, ch <-chan string) string {
 	}
 	return ""
 }
+
+// TestListenResumedAfterLostConnection: when Listen's connection dies (a restarted or
+// failed-over server), it reconnects and says so with ListenResumed, which a worker takes
+// as "the database is back, look for work"; later notifications are heard again.
+func TestListenResumedAfterLostConnection(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := st.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, pool, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND query = 'LISTEN rota_cancel'`)
+	timeout := time.After(30 * time.Second)
+	for resumed := false; !resumed; {
+		select {
+		case n := <-ch:
+			resumed = n.Kind == store.ListenResumed
+		case <-timeout:
+			t.Fatal("no ListenResumed after the listening connection was killed")
+		}
+	}
+	mustCreate(t, st, store.CreateParams{Kind: "noop", Queue: "again"})
+	for {
+		select {
+		case n := <-ch:
+			if n == (store.Notification{Kind: store.TasksDue, Queue: "again"}) {
+				return
+			}
+		case <-timeout:
+			t.Fatal("no wake-up after reconnecting")
+		}
+	}
+}

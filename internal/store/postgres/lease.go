@@ -172,10 +172,40 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) 
 		return 0, fmt.Errorf("reap expired leases: %w: backoff must not be negative", store.ErrInvalid)
 	}
 	var n int
+	held := params.HeldTaskIDs
+	if held == nil {
+		held = []uuid.UUID{} // an empty array, not NULL: "<> ALL (NULL)" matches nothing
+	}
 	err := s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit,
-		params.BackoffBase.Seconds(), params.BackoffMax.Seconds()).Scan(&n)
+		params.BackoffBase.Seconds(), params.BackoffMax.Seconds(), held).Scan(&n)
 	if err != nil {
 		return 0, translate("reap expired leases", err)
 	}
 	return n, nil
+}
+
+// NextDue reports how long until each queue's earliest PENDING task is due; see
+// store.Store.
+func (s *Store) NextDue(ctx context.Context, queues []string) (map[string]time.Duration, error) {
+	out := make(map[string]time.Duration, len(queues))
+	if len(queues) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, sqlNextDue, planPerCall, queues)
+	if err != nil {
+		return nil, translate("next due", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var q string
+		var secs float64
+		if err := rows.Scan(&q, &secs); err != nil {
+			return nil, translate("next due", err)
+		}
+		out[q] = time.Duration(secs * float64(time.Second))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate("next due", err)
+	}
+	return out, nil
 }

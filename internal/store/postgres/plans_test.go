@@ -253,3 +253,40 @@ func TestClaimHintSkipsClaimedEntries(t *testing.T) {
 		t.Fatalf("claim index blocks read: %d with the hint, %d without; want a few with it, many more without", withHint, without)
 	}
 }
+
+// TestNextDueDoesNotWalkWaitingTasks: NextDue, which a worker runs for its idle queues
+// every poll interval, finds each queue's earliest task through the claim index with a
+// few probes per priority level, however many tasks wait (here 60,000 due tomorrow).
+func TestNextDueDoesNotWalkWaitingTasks(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	exec(t, pool, `INSERT INTO rota.tasks (id, queue, kind, payload, status, priority, scheduled_for, max_attempts)
+		SELECT gen_random_uuid(), q, 'noop', '{}', 'PENDING', p, now() + interval '1 day', 3
+		FROM generate_series(1, 10000), unnest(ARRAY[-3, 0, 7]) AS p, unnest(ARRAY['waiting', 'mixed']) AS q`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	mustCreate(t, st, store.CreateParams{Queue: "mixed", Kind: "noop", Priority: -3})
+
+	seqBefore, blocksBefore := seqScans(t, pool), dueIndexBlocks(t, pool)
+	got, err := st.NextDue(ctx, []string{"waiting", "mixed", "empty"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got["waiting"]; d < 23*time.Hour || d > 25*time.Hour {
+		t.Errorf("waiting: due in %v, want about a day", d)
+	}
+	if d, ok := got["mixed"]; !ok || d > 0 {
+		t.Errorf("mixed: due in %v (%v), want due now", d, ok)
+	}
+	if _, ok := got["empty"]; ok {
+		t.Error("empty: reported")
+	}
+	if n := seqScans(t, pool) - seqBefore; n != 0 {
+		t.Fatalf("rota.tasks was scanned sequentially %d times", n)
+	}
+	if n := dueIndexBlocks(t, pool) - blocksBefore; n > 60 {
+		t.Fatalf("%d blocks of the claim index were read: the waiting tasks were walked", n)
+	}
+}

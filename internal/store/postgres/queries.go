@@ -29,6 +29,7 @@ var (
 	sqlCancelTask            = query("cancel_task.sql")
 	sqlReplayTask            = query("replay_task.sql")
 	sqlReapExpiredLeases     = query("reap_expired_leases.sql")
+	sqlNextDue               = query("next_due.sql")
 	sqlListAttempts          = query("list_attempts.sql")
 	sqlListDeadLetters       = query("list_dead_letters.sql")
 	sqlListDeadLettersAll    = query("list_dead_letters_all.sql")

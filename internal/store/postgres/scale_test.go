@@ -359,6 +359,14 @@ func scaleStatements() []scaleStatement {
 			_, err := st.ReapExpiredLeases(ctx, store.ReapParams{Limit: 1000, BackoffBase: time.Second, BackoffMax: time.Hour})
 			return err
 		}},
+		{Name: "next due (a worker's 50 idle queues, each poll interval)", Run: func(ctx context.Context, st *postgres.Store, _ *scaleWork) error {
+			queues := make([]string, 50)
+			for i := range queues {
+				queues[i] = fmt.Sprintf("q%d", i)
+			}
+			_, err := st.NextDue(ctx, queues)
+			return err
+		}},
 		{Name: "serve queues (an SQS enqueuer's renewal, 25 queues)", Run: func(ctx context.Context, st *postgres.Store, _ *scaleWork) error {
 			queues := make([]string, 25)
 			for i := range queues {

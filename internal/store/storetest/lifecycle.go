@@ -625,6 +625,7 @@ var reapTests = []testCase{
 	{"UnexpiredUntouched", testReapUnexpired},
 	{"SentTaskBackToPending", testReapSent},
 	{"LimitRespected", testReapLimit},
+	{"HeldTasksSkipped", testReapHeld},
 	{"FullJitterBackoff", testReapBackoff},
 	{"InvalidParams", testReapInvalid},
 }
@@ -794,6 +795,36 @@ func testReapLimit(t *testing.T, s store.Store) {
 		if got := get(t, s, task.ID); got.Status != store.StatusPending {
 			t.Fatalf("task %s: %s", task.ID, got.Status)
 		}
+	}
+}
+
+// testReapHeld: a task the caller holds (ReapParams.HeldTaskIDs: its outcome is on its
+// way) is not reaped even though its lease expired, and its outcome is then written;
+// the others are reaped as usual.
+func testReapHeld(t *testing.T, s store.Store) {
+	tasks := createN(t, s, "held", "k", 3)
+	var claimed []*store.Task
+	for _, task := range tasks {
+		claimed = append(claimed, claimID(t, s, task, store.StatusPending, shortLease))
+	}
+	waitExpiredLeases(t, s, "held", 3)
+	held := []uuid.UUID{claimed[0].ID, claimed[2].ID}
+	n, err := s.ReapExpiredLeases(ctx(t), store.ReapParams{Limit: 10, HeldTaskIDs: held})
+	if err != nil || n != 1 {
+		t.Fatalf("ReapExpiredLeases(2 of 3 held) = %d, %v; want 1", n, err)
+	}
+	if got := get(t, s, claimed[1].ID); got.Status != store.StatusPending {
+		t.Fatalf("the task not held: %s, want PENDING (reaped)", got.Status)
+	}
+	for _, c := range []*store.Task{claimed[0], claimed[2]} {
+		if got := get(t, s, c.ID); got.Status != store.StatusProcessing || got.LeaseToken != c.LeaseToken {
+			t.Fatalf("held task %s was reaped: %s", c.ID, got.Status)
+		}
+	}
+	recordOK(t, s, outcome(claimed[0], store.Succeed, ""), store.StatusSucceeded)
+	// Once no longer held, an expired lease is reaped again.
+	if n, err := s.ReapExpiredLeases(ctx(t), store.ReapParams{Limit: 10}); err != nil || n != 1 {
+		t.Fatalf("ReapExpiredLeases(none held) = %d, %v; want 1", n, err)
 	}
 }
 

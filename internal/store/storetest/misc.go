@@ -259,6 +259,85 @@ func testStats(t *testing.T, s store.Store) {
 var waitTests = []testCase{
 	{"WakesOnDueInsert", testWaitWakes},
 	{"ClosesWhenContextEnds", testWaitCloses},
+	{"ListenHearsDueTasksAndCancelRequests", testListen},
+	{"NextDue", testNextDue},
+}
+
+// testNextDue: one call tells which idle queues have due PENDING tasks, and how soon the
+// others will, across priority levels.
+func testNextDue(t *testing.T, s store.Store) {
+	hour := time.Now().Add(time.Hour)
+	createOne(t, s, store.CreateParams{Queue: "now", Kind: "k"})
+	create(t, s,
+		store.CreateParams{Queue: "later", Kind: "k", ScheduledFor: hour},
+		store.CreateParams{Queue: "later", Kind: "k", Priority: 5, ScheduledFor: hour.Add(time.Hour)},
+		store.CreateParams{Queue: "mixed", Kind: "k", Priority: 9, ScheduledFor: hour},
+		store.CreateParams{Queue: "mixed", Kind: "k", Priority: -3})
+	claimed := createOne(t, s, store.CreateParams{Queue: "claimed", Kind: "k"})
+	claimID(t, s, claimed, store.StatusPending, time.Minute)
+
+	got, err := s.NextDue(ctx(t), []string{"now", "later", "mixed", "claimed", "empty"})
+	if err != nil {
+		t.Fatalf("NextDue: %v", err)
+	}
+	if d, ok := got["now"]; !ok || d > 0 {
+		t.Errorf("queue now: %v %v, want due (<= 0)", d, ok)
+	}
+	if d, ok := got["mixed"]; !ok || d > 0 {
+		t.Errorf("queue mixed (a due task below a delayed one): %v %v, want due (<= 0)", d, ok)
+	}
+	if d, ok := got["later"]; !ok || d < 59*time.Minute || d > 61*time.Minute {
+		t.Errorf("queue later: %v %v, want about 1h", d, ok)
+	}
+	for _, q := range []string{"claimed", "empty"} {
+		if d, ok := got[q]; ok {
+			t.Errorf("queue %s without PENDING tasks reported due in %v", q, d)
+		}
+	}
+	if got, err := s.NextDue(ctx(t), nil); err != nil || len(got) != 0 {
+		t.Errorf("NextDue(no queues) = %v, %v; want nothing", got, err)
+	}
+}
+
+// testListen: Listen reports due inserts by queue and a cancel request of a running task
+// by id (the worker stops its handler at once instead of at its next heartbeat).
+func testListen(t *testing.T, s store.Store) {
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	ch, err := s.Listen(c)
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	createOne(t, s, store.CreateParams{Queue: "q1", Kind: "k"})
+	hear(t, ch, store.Notification{Kind: store.TasksDue, Queue: "q1"})
+	task := claim(t, s, claimParams("q1", 1))[0]
+	if _, err := s.CancelTask(ctx(t), task.ID); err != nil {
+		t.Fatalf("CancelTask: %v", err)
+	}
+	hear(t, ch, store.Notification{Kind: store.CancelRequested, TaskID: task.ID})
+	cancel()
+	for range ch { // closed once ctx ends
+	}
+}
+
+// hear waits for want on ch, ignoring other notifications.
+func hear(t *testing.T, ch <-chan store.Notification, want store.Notification) {
+	t.Helper()
+	timer := time.NewTimer(waitTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case n, ok := <-ch:
+			if !ok {
+				t.Fatalf("Listen channel closed while waiting for %+v", want)
+			}
+			if n == want {
+				return
+			}
+		case <-timer.C:
+			t.Fatalf("no %+v within %s", want, waitTimeout)
+		}
+	}
 }
 
 // receive waits for name on ch (ignoring other names).

@@ -4,12 +4,14 @@
 -- migration 0009) after a full-jitter exponential backoff: uniform in
 -- [0, min($3, $2 * 2^(attempt-1))) seconds. Each reaped attempt's rota.task_attempts row is written, as LEASE_EXPIRED
 -- (a running attempt lives on the task row until it ends: migration 0007). Returns how
--- many were reaped. Tasks are updated by primary key, as in record_outcomes.sql.
+-- many were reaped. Tasks the caller holds ($4) are left alone. Tasks are updated by primary key, as in record_outcomes.sql.
 WITH expired AS (
     SELECT id, lease_token
     FROM rota.tasks
     WHERE status = 'PROCESSING'
       AND lease_expires_at < now()
+      -- $4: tasks the caller holds (its outcome is on its way: ReapParams.HeldTaskIDs).
+      AND id <> ALL ($4::uuid[])
     ORDER BY lease_expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
