@@ -15,37 +15,22 @@ const wakeBuffer = 64
 // it (inserted, retried or reaped due now, or replayed); it is closed when ctx ends or
 // the store is closed. A send never blocks the store: a full channel misses wake-ups.
 func (s *Store) WaitForTasks(ctx context.Context) (<-chan string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	ch := make(chan string, wakeBuffer)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		close(ch)
-		return ch, nil
-	}
-	id := s.nextSub
-	s.nextSub++
-	s.subs[id] = ch
-	context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if c, ok := s.subs[id]; ok {
-			delete(s.subs, id)
-			close(c)
-		}
-	})
-	return ch, nil
+	return subscribe(ctx, s, s.subs)
 }
 
 // Listen subscribes to due-task, cancel-request notifications; see store.Store. The
 // memory store never loses its subscription, so it never sends ListenResumed.
 func (s *Store) Listen(ctx context.Context) (<-chan store.Notification, error) {
+	return subscribe(ctx, s, s.listeners)
+}
+
+// subscribe adds a buffered channel to subs (s.subs or s.listeners) until ctx ends, when
+// it is removed and closed; on a closed store the channel comes back closed.
+func subscribe[T any](ctx context.Context, s *Store, subs map[int]chan T) (<-chan T, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ch := make(chan store.Notification, wakeBuffer)
+	ch := make(chan T, wakeBuffer)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -54,12 +39,12 @@ func (s *Store) Listen(ctx context.Context) (<-chan store.Notification, error) {
 	}
 	id := s.nextSub
 	s.nextSub++
-	s.listeners[id] = ch
+	subs[id] = ch
 	context.AfterFunc(ctx, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if c, ok := s.listeners[id]; ok {
-			delete(s.listeners, id)
+		if c, ok := subs[id]; ok {
+			delete(subs, id)
 			close(c)
 		}
 	})
