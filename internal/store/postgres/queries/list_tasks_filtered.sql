@@ -28,14 +28,21 @@ candidates AS (
         LIMIT $5
     ) newest
     UNION ALL
-    (SELECT t.id
-     FROM rota.tasks t
-     WHERE $7::boolean
-       AND t.status = 'PROCESSING'
-       AND ($2::text = '' OR t.queue = $2::text)
-       AND ($3::text = '' OR t.kind = $3::text)
-       AND ($4::uuid IS NULL OR t.id < $4::uuid)
-     ORDER BY t.id DESC
+    -- The running tasks are read whole from tasks_lease_expiry (they are few: at most
+    -- the workers' concurrency), then sorted. OFFSET 0 keeps the ORDER BY and LIMIT out
+    -- of the subquery: with them the planner may walk the primary key backwards looking
+    -- for $5 running tasks of the queue, which at 10 million tasks read the whole table
+    -- when the queue had fewer running (queue=q2: 30 s).
+    (SELECT running.id
+     FROM (SELECT t.id
+           FROM rota.tasks t
+           WHERE $7::boolean
+             AND t.status = 'PROCESSING'
+             AND ($2::text = '' OR t.queue = $2::text)
+             AND ($3::text = '' OR t.kind = $3::text)
+             AND ($4::uuid IS NULL OR t.id < $4::uuid)
+           OFFSET 0) running
+     ORDER BY running.id DESC
      LIMIT $5)
 ),
 newest AS (

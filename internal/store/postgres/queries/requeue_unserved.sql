@@ -20,12 +20,20 @@ WITH RECURSIVE queues AS (
       AND NOT EXISTS (SELECT 1 FROM rota.sqs_enqueuers e
                       WHERE e.queue = q.queue AND e.served_until > now())
 ), picked AS (
-    SELECT t.id
-    FROM rota.tasks t
-    WHERE t.status = 'ENQUEUED'
-      AND t.queue IN (SELECT queue FROM unserved)
+    -- Per unserved queue, a range of tasks_claim_enqueued in its own order; no unserved
+    -- queue (the steady state), no scan at all.
+    SELECT p.id
+    FROM unserved u
+    CROSS JOIN LATERAL (
+        SELECT t.id
+        FROM rota.tasks t
+        WHERE t.status = 'ENQUEUED'
+          AND t.queue = u.queue
+        ORDER BY t.priority DESC, t.scheduled_for, t.id
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED
+    ) p
     LIMIT $1
-    FOR UPDATE SKIP LOCKED
 ), requeued AS (
     UPDATE rota.tasks t
     SET status = 'PENDING', enqueued_at = NULL, updated_at = now()
