@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"strings"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
