@@ -24,9 +24,9 @@ import (
 // The pages tools/browser/dashboard.mjs photographs, one PNG each.
 var dashboardScreenshots = []string{"login", "overview", "tasks", "task", "dead-letters", "schedules", "schedule"}
 
-// The replay confirmation and the runs of a replayed task (issue 15).
+// The replay confirmation, the runs of a replayed task and the Queues page (issue 15).
 func init() {
-	dashboardScreenshots = append(dashboardScreenshots, "replay-confirm", "task-attempts-runs")
+	dashboardScreenshots = append(dashboardScreenshots, "replay-confirm", "task-attempts-runs", "queues")
 }
 
 // TestDashboardBrowser runs the dashboard's browser scenarios (tools/browser/dashboard.mjs,

@@ -33,6 +33,7 @@ async function main() {
     await step('a dead task is found in dead letters and replayed', () => replayDeadTask(s));
     await step('replay with empty filters asks first, with the count, then replays', () => replayAllWithConfirmation(s));
     await step('the task page tells the runs of a replayed task apart', () => attemptRuns(s));
+    await step('the task list shows the last error; the Queues page lists the queues', () => lastErrorAndQueues(s));
     await step('a schedule is paused and resumed', () => pauseAndResume(s));
     await step('log out: the pages ask for the login again', () => logOut(s));
   } catch (err) {
@@ -382,6 +383,33 @@ async function attemptRuns({ cfg, api, page }) {
   check(note === 'From attempt 1 of run 3.', `last error note ${JSON.stringify(note)}`);
   log(`runs ${runs.join(',')}; ${note}`);
   await screenshot(cfg, page, 'task-attempts-runs');
+}
+
+// lastErrorAndQueues: a dead task's row in the task list carries its last error (the
+// whole text in the title); the Queues page, reached from the navigation, counts them.
+async function lastErrorAndQueues({ cfg, api, page }) {
+  const dead = (await api.get('/api/tasks?status=DEAD&kind=fail&limit=1')).tasks[0];
+  check(dead?.last_error, 'the API lists no DEAD fail task with a last error');
+  await page.goto(`${cfg.url}/tasks?status=DEAD`);
+  const cell = page.locator(`tr[data-task-id="${dead.id}"] td.last-error span`);
+  await cell.waitFor({ state: 'visible' }).catch(() => fail(`no last error shown for task ${dead.id} in /tasks`));
+  const title = await cell.getAttribute('title');
+  check(title === dead.last_error, `the last error's title is ${JSON.stringify(title)}, the API says ${JSON.stringify(dead.last_error)}`);
+  log(`task list: last error ${JSON.stringify((await cell.innerText()).trim())}`);
+
+  await Promise.all([page.waitForURL((u) => u.pathname === '/queues'), page.click('a[data-nav="queues"]')]);
+  const row = 'tr[data-queue="default"]';
+  await expectVisible(page, `#queue-list ${row}`, 'queues page');
+  // The replayed tasks may still be running: wait for the page (live) and the API to agree.
+  const deadOnPage = async () => Number(await textOf(page, `${row} td.dead`));
+  const deadByAPI = async () => (await api.get('/api/tasks?status=DEAD,FAILED&queue=default&limit=1000')).tasks.length;
+  const { deadCount } = await waitUntil('the Queues page and the API to agree on dead tasks in default', async () => {
+    const [shown, listed] = [await deadOnPage(), await deadByAPI()];
+    return shown === listed && (await deadByAPI()) === listed ? { deadCount: shown } : null;
+  }, { describe: async () => `page ${await deadOnPage()}, API ${await deadByAPI()}` });
+  check(deadCount >= 3, `the Queues page shows ${deadCount} dead or failed tasks in default, want the 3 fail tasks`);
+  log(`queues: default has ${deadCount} dead or failed, ${await textOf(page, `${row} td.waiting`)} waiting`);
+  await screenshot(cfg, page, 'queues');
 }
 
 async function pauseAndResume({ cfg, api, page }) {
