@@ -34,6 +34,9 @@
 // page, not a script dialog: it works without JavaScript, and the server refuses what
 // skipped it.
 //
+// The Queues page (/queues) lists every queue from the same cached Stats as the
+// overview: what waits, how old the oldest due task is, what runs, is stuck or is dead.
+//
 // # Live updates by partial swaps
 //
 // static/live.js polls the page's own URL every PollInterval with the header
