@@ -24,6 +24,11 @@ import (
 // The pages tools/browser/dashboard.mjs photographs, one PNG each.
 var dashboardScreenshots = []string{"login", "overview", "tasks", "task", "dead-letters", "schedules", "schedule"}
 
+// The replay confirmation, the runs of a replayed task and the Queues page (issue 15).
+func init() {
+	dashboardScreenshots = append(dashboardScreenshots, "replay-confirm", "task-attempts-runs", "queues")
+}
+
 // TestDashboardBrowser runs the dashboard's browser scenarios (tools/browser/dashboard.mjs,
 // playwright-core driving Debian's headless Chromium) against a real `rota serve` on
 // PostgreSQL with a token. The script checks the pages and the API as it goes; this test
@@ -179,9 +184,10 @@ func checkDashboardEffects(t *testing.T, pool *pgxpool.Pool) {
 		t.Errorf("%d SUCCEEDED sleep tasks, want 1", n)
 	}
 	if n := count("replays", `SELECT count(*) FROM rota.task_attempts a JOIN rota.tasks t ON t.id = a.task_id
-		WHERE t.kind = 'fail' AND a.outcome = 'REPLAYED'`); n != 1 {
-		t.Errorf("%d REPLAYED events on the fail task, want 1 (the dashboard's replay)", n)
+		WHERE t.kind = 'fail' AND NOT t.payload ? 'bulk' AND a.outcome = 'REPLAYED'`); n != 2 {
+		t.Errorf("%d REPLAYED events on the first fail task, want 2 (its page's replay and the replay of every dead task)", n)
 	}
+	checkBulkReplay(t, pool)
 	if n := count("enabled schedule", `SELECT count(*) FROM rota.schedules WHERE name = 'dashboard-nightly-report' AND enabled`); n != 1 {
 		t.Errorf("schedule dashboard-nightly-report is not enabled after pause and resume")
 	}
@@ -226,3 +232,19 @@ func newDashboardFixture() *dashboardFixture {
 }
 
 func (f *dashboardFixture) ServeHTTP(w http.ResponseWriter, r *http.Request) { f.mux.ServeHTTP(w, r) }
+
+// checkBulkReplay: the confirmed replay of every dead task replayed each bulk task once
+// (and the confirmation page before it, nothing).
+func checkBulkReplay(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	var tasks, replays int
+	err := pool.QueryRow(context.Background(), `SELECT count(DISTINCT t.id), count(a.id) FROM rota.tasks t
+		LEFT JOIN rota.task_attempts a ON a.task_id = t.id AND a.outcome = 'REPLAYED'
+		WHERE t.kind = 'fail' AND t.payload ? 'bulk'`).Scan(&tasks, &replays)
+	if err != nil {
+		t.Fatalf("bulk replays: %v", err)
+	}
+	if tasks != 2 || replays != 2 {
+		t.Errorf("%d bulk tasks with %d REPLAYED events, want 2 with one each", tasks, replays)
+	}
+}

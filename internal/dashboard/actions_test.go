@@ -88,8 +88,8 @@ func TestDeadLetterReplay(t *testing.T) {
 		wantStatus(t, st, emails.ID, store.StatusFailed)
 		wantStatus(t, st, other.ID, store.StatusDead)
 
-		// Every remaining one.
-		_, shown = b.submit("/dead-letters", "/dead-letters/replay", url.Values{})
+		// Every remaining one: confirmed (TestReplayAllAsksFirst covers the question).
+		_, shown = b.submit("/dead-letters", "/dead-letters/replay", url.Values{"confirm": {"all"}})
 		shown.wantFlash(t, "ok", "Replayed 2 tasks.")
 		wantStatus(t, st, emails.ID, store.StatusPending)
 		wantStatus(t, st, other.ID, store.StatusPending)

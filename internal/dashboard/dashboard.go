@@ -142,6 +142,7 @@ func New(cfg Config) (*Dashboard, error) {
 	d.get("/dead-letters", d.deadLetterList)
 	d.post("/dead-letters/replay", d.replayDeadLetters)
 	d.get("/schedules", d.scheduleList)
+	d.get("/queues", d.queueList)
 	d.get("/schedules/{name}", d.schedulePage)
 	d.post("/schedules/{name}/pause", d.pauseSchedule)
 	d.post("/schedules/{name}/resume", d.resumeSchedule)

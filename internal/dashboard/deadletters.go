@@ -101,6 +101,10 @@ func (d *Dashboard) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 		Reason: reason,
 		Limit:  maxBulkReplay,
 	}
+	if p.Queue == "" && p.Kind == "" && p.Reason == "" && form.Get("confirm") != confirmReplayAll {
+		d.confirmReplay(w, r, p)
+		return
+	}
 	tasks, err := d.cfg.Store.ReplayTasks(r.Context(), p)
 	if err != nil {
 		d.fail(w, r, err)
@@ -118,6 +122,47 @@ func (d *Dashboard) replayDeadLetters(w http.ResponseWriter, r *http.Request) {
 		msg += " Some matching tasks are still DEAD or FAILED: replay again to go on (a task whose idempotency key a live task holds cannot be replayed)."
 	}
 	d.redirectBack(w, r, "/dead-letters", flashOK, msg)
+}
+
+// A replay with no filter at all moves every dead task there is, by one stray click on
+// "Replay matching" with empty fields. So it asks first: such a POST without
+// confirm=confirmReplayAll changes nothing and answers a page that says how many tasks
+// match, whose form carries the field (and the csrf field, as every form: no script
+// dialog is needed, and none could weaken the check).
+const confirmReplayAll = "all"
+
+// replayCountCap bounds the count the confirmation shows: past it, "more than 10,000".
+const replayCountCap = 10_000
+
+type replayConfirmView struct {
+	Count     string // "1,234" or "more than 10,000"
+	Matching  int    // capped at replayCountCap+1
+	MoreThanA bool   // more match than one replay moves
+	PerReplay string // how many one replay moves
+	Back      string // where the confirmed replay and the cancel link return
+}
+
+// confirmReplay answers a replay of everything that was not confirmed yet: the number
+// of matching tasks and a form to go on. With none matching there is nothing to confirm.
+func (d *Dashboard) confirmReplay(w http.ResponseWriter, r *http.Request, p store.ReplayParams) {
+	n, err := d.cfg.Store.CountReplayable(r.Context(), p, replayCountCap+1)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	if n == 0 {
+		d.redirectBack(w, r, "/dead-letters", flashOK, "No DEAD or FAILED task matches; nothing was replayed.")
+		return
+	}
+	back := "/dead-letters"
+	if b := r.PostForm.Get("back"); b != "" && localPath(b) == b {
+		back = b
+	}
+	v := replayConfirmView{Count: formatCount(int64(n)), Matching: n, MoreThanA: n > maxBulkReplay, PerReplay: formatCount(maxBulkReplay), Back: back}
+	if n > replayCountCap {
+		v.Count = "more than " + formatCount(replayCountCap)
+	}
+	d.render(w, r, http.StatusOK, "replay_confirm", pageData{Title: "Replay every dead task?", Nav: "dead-letters", Data: v})
 }
 
 // deadTasksRemain reports whether a DEAD or FAILED task still matches the bulk replay's

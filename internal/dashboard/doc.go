@@ -18,6 +18,25 @@
 // status, cursor or time) gets a 400 page and changes nothing; what the store refuses
 // (an illegal transition, an unknown task) comes back as an error flash.
 //
+// # What an operator is told before and after
+//
+// The task list shows each task's last error, cut to one short line with the whole text
+// in its title. The column keeps the error of the latest failed attempt even after a
+// later one succeeds, so a SUCCEEDED task's error is labelled as an earlier attempt's,
+// with the attempt (and run) it came from. A replay resets the attempt count, so the
+// task page numbers runs: run 1 until the first REPLAYED row of the history, and each
+// such row, drawn as a divider, starts the next.
+//
+// "Replay matching" with no queue, kind or reason would replay every dead task there
+// is. Such a POST without confirm=all changes nothing: it answers a page (replay_confirm)
+// with the number of DEAD and FAILED tasks it would move (Store.CountReplayable, capped:
+// "more than 10,000") and a form of its own carrying confirm=all and the csrf field. A
+// page, not a script dialog: it works without JavaScript, and the server refuses what
+// skipped it.
+//
+// The Queues page (/queues) lists every queue from the same cached Stats as the
+// overview: what waits, how old the oldest due task is, what runs, is stuck or is dead.
+//
 // # Live updates by partial swaps
 //
 // static/live.js polls the page's own URL every PollInterval with the header

@@ -23,6 +23,7 @@ func templateFuncs() template.FuncMap {
 		"statusClass": statusClass,
 		"prettyJSON":  prettyJSON,
 		"truncate":    truncate,
+		"oneLine":     oneLine,
 		"count":       formatCount,
 		"statuses":    func() []store.Status { return store.AllStatuses },
 		"pathEscape":  url.PathEscape,
@@ -116,6 +117,10 @@ func truncate(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
+
+// oneLine joins the lines of s with single spaces: a multi-line error (a stack trace)
+// fits one table cell.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // formatCount writes n with thin separators: 1 234 567.
 func formatCount(n int64) string {

@@ -23,7 +23,7 @@ const partialHeader = "X-Rota-Partial"
 
 // The pages; each is templates/<name>.html parsed together with layout.html (the
 // document around <main id="content">) and shared.html (pieces every page uses).
-var pageNames = []string{"login", "error", "overview", "tasks", "task", "dead_letters", "schedules", "schedule"}
+var pageNames = []string{"login", "error", "overview", "tasks", "task", "dead_letters", "replay_confirm", "schedules", "schedule", "queues"}
 
 type pageSet struct {
 	byName map[string]*template.Template
@@ -75,7 +75,8 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 	p.CSRF = d.keys.csrfToken(sess)
 	p.Back = localPath(r.URL.RequestURI())
 	p.Now = d.cfg.Now().UTC()
-	if name != "login" && name != "error" {
+	// The answers to a POST (an error, a confirmation) have no URL of their own to poll.
+	if name != "login" && name != "error" && name != "replay_confirm" {
 		p.PollMS = int(d.cfg.PollInterval / time.Millisecond)
 	}
 	partial := isPartial(r)

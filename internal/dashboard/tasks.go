@@ -114,9 +114,58 @@ func parseTaskID(raw string) (uuid.UUID, error) {
 
 type taskView struct {
 	Task      *store.Task
-	Attempts  []store.Attempt
+	Attempts  []attemptRow
+	Runs      int // how many runs the history holds: 1 + the replays
+	LastError lastErrorView
 	CanCancel bool
 	CanReplay bool
+}
+
+// attemptRow is one row of a task's attempt history with the run it belongs to. A
+// replay starts the task again with attempt numbers from 1, so "attempt 2" alone is
+// ambiguous: run 1 lasts until the first REPLAYED event, and each one starts a new run.
+type attemptRow struct {
+	store.Attempt
+	Run    int
+	Replay bool // a REPLAYED event: the boundary after which run Run begins
+}
+
+// attemptRows numbers the runs of attempts (oldest first, as ListAttempts returns them).
+func attemptRows(attempts []store.Attempt) (rows []attemptRow, runs int) {
+	runs = 1
+	rows = make([]attemptRow, len(attempts))
+	for i, a := range attempts {
+		replay := a.Outcome == store.OutcomeReplayed
+		if replay {
+			runs++
+		}
+		rows[i] = attemptRow{Attempt: a, Run: runs, Replay: replay}
+	}
+	return rows, runs
+}
+
+// lastErrorView is the task's last_error with where it came from. The column keeps the
+// error of the latest failed attempt even after a later attempt succeeds, so on a
+// SUCCEEDED task it is history, not the task's state.
+type lastErrorView struct {
+	Text    string
+	Earlier bool // the task succeeded after this error
+	Attempt int  // the attempt it came from; 0 when the history does not show it
+	Run     int
+}
+
+func lastError(t *store.Task, rows []attemptRow) lastErrorView {
+	v := lastErrorView{Text: t.LastError, Earlier: t.Status == store.StatusSucceeded && t.LastError != ""}
+	if t.LastError == "" {
+		return v
+	}
+	for i := len(rows) - 1; i >= 0; i-- {
+		if a := rows[i]; !a.Replay && a.Error == t.LastError {
+			v.Attempt, v.Run = a.Attempt.Attempt, a.Run
+			break
+		}
+	}
+	return v
 }
 
 func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
@@ -138,9 +187,12 @@ func (d *Dashboard) taskPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
+	rows, runs := attemptRows(attempts)
 	v := taskView{
-		Task:     t,
-		Attempts: attempts,
+		Task:      t,
+		Attempts:  rows,
+		Runs:      runs,
+		LastError: lastError(t, rows),
 		// A PROCESSING task whose cancel was already asked for has nothing left to ask.
 		CanCancel: t.Status == store.StatusPending || t.Status == store.StatusEnqueued ||
 			(t.Status == store.StatusProcessing && t.CancelRequestedAt == nil),

@@ -381,6 +381,12 @@ type Store interface {
 	// exactly as ReplayTask does for one, and returns them. A task whose idempotency key a
 	// live task now holds is skipped (it cannot be replayed without breaking the key).
 	ReplayTasks(ctx context.Context, params ReplayParams) ([]*Task, error)
+	// CountReplayable counts the DEAD and FAILED tasks matching params' Queue, Kind and
+	// Reason (its TaskIDs and Limit are ignored), stopping at atMost: an answer of atMost
+	// means "atMost or more". It reads an index, never the rows past atMost, so a bulk
+	// replay can say how many tasks it would move before it does. Tasks ReplayTasks
+	// skips for their idempotency key are counted. ErrInvalid unless atMost >= 1.
+	CountReplayable(ctx context.Context, params ReplayParams, atMost int) (int, error)
 	// DeleteFinishedTasks removes finished tasks past their retention; returns how many.
 	DeleteFinishedTasks(ctx context.Context, params RetentionParams) (int, error)
 

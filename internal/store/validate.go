@@ -115,6 +115,18 @@ func (p ReplayParams) Validate() error {
 	return validFilters(p.Queue, p.Kind)
 }
 
+// ValidateCount checks the arguments of Store.CountReplayable: the filters of p (its
+// Limit aside) and atMost >= 1.
+func (p ReplayParams) ValidateCount(atMost int) error {
+	if atMost < 1 {
+		return fmt.Errorf("%w: atMost must be at least 1, got %d", ErrInvalid, atMost)
+	}
+	if err := validReason(p.Reason); err != nil {
+		return err
+	}
+	return validFilters(p.Queue, p.Kind)
+}
+
 // Normalize fills defaults (queue, payload, max attempts) and validates the params. It is
 // what the adapters call before writing; callers may call it to fail early.
 func (p *CreateParams) Normalize() error {

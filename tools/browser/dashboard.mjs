@@ -31,6 +31,9 @@ async function main() {
     await step('a task goes from PENDING to SUCCEEDED live, without a reload', () => liveTask(s));
     await step('tasks page: list, filter and search by id', () => tasksPage(s));
     await step('a dead task is found in dead letters and replayed', () => replayDeadTask(s));
+    await step('replay with empty filters asks first, with the count, then replays', () => replayAllWithConfirmation(s));
+    await step('the task page tells the runs of a replayed task apart', () => attemptRuns(s));
+    await step('the task list shows the last error; the Queues page lists the queues', () => lastErrorAndQueues(s));
     await step('a schedule is paused and resumed', () => pauseAndResume(s));
     await step('log out: the pages ask for the login again', () => logOut(s));
   } catch (err) {
@@ -280,13 +283,133 @@ async function replayDeadTask({ cfg, api, page }) {
 
   // The page (not reloaded since the flash) catches up by itself.
   await waitForText(page, '#task-status', 'DEAD', { timeout: LIVE_TIMEOUT_MS });
+  const historyRows = '#attempts tr.attempt, #attempts tr.replay-divider';
   await waitUntil(`#attempts to show ${history.length} rows`, async () =>
-    (await page.locator('#attempts tr.attempt').count()) === history.length,
-  { timeout: LIVE_TIMEOUT_MS, describe: async () => `${await page.locator('#attempts tr.attempt').count()} rows` });
-  const rows = await page.locator('#attempts tr.attempt').allInnerTexts();
+    (await page.locator(historyRows).count()) === history.length,
+  { timeout: LIVE_TIMEOUT_MS, describe: async () => `${await page.locator(historyRows).count()} rows` });
+  const rows = await page.locator(historyRows).allInnerTexts();
   check(rows.some((r) => /replayed/i.test(r)), `no attempt row shows the replay: ${JSON.stringify(rows)}`);
   log('the page shows the REPLAYED event and the second run');
   await screenshot(cfg, page, 'task');
+}
+
+// ---- Issue 15: the bulk replay's confirmation and the runs of a replayed task. ----
+
+// deadOrFailedCount is how many tasks are DEAD or FAILED now, by the API.
+async function deadOrFailedCount(api) {
+  let n = 0;
+  for (const status of ['DEAD', 'FAILED']) {
+    for (let cursor = ''; ;) {
+      const res = await api.get(`/api/tasks?status=${status}&limit=1000${cursor ? `&cursor=${cursor}` : ''}`);
+      n += res.tasks.length;
+      if (!res.next_cursor) break;
+      cursor = encodeURIComponent(res.next_cursor);
+    }
+  }
+  return n;
+}
+
+// replayAllWithConfirmation: "Replay matching" with every filter empty shows a page
+// that asks, with the number of tasks it will replay, and changes nothing; its button
+// replays them (the form, csrf field included, is the page's own: no script).
+async function replayAllWithConfirmation({ cfg, api, page }) {
+  const bulk = [];
+  for (let i = 0; i < 2; i++) {
+    bulk.push(await api.call('POST', '/api/tasks', { kind: 'fail', payload: { times: 100, bulk: true }, max_attempts: 1 }, 201));
+  }
+  for (const t of bulk) {
+    await waitUntil(`bulk task ${t.id} to be DEAD`, async () => (await api.task(t.id)).status === 'DEAD',
+      { describe: async () => (await api.task(t.id)).status });
+  }
+  const want = await deadOrFailedCount(api);
+  check(want >= bulk.length, `the API counts ${want} DEAD or FAILED tasks, want at least ${bulk.length}`);
+  log(`${want} DEAD or FAILED tasks (API)`);
+
+  await page.goto(`${cfg.url}/dead-letters`);
+  for (const field of ['queue', 'kind']) {
+    check(await page.inputValue(`#replay-filtered input[name="${field}"]`) === '', `the replay form's ${field} is not empty`);
+  }
+  await Promise.all([
+    page.waitForResponse((r) => r.url() === `${cfg.url}/dead-letters/replay` && r.request().method() === 'POST' && r.status() === 200),
+    page.waitForEvent('load'),
+    page.click('#replay-filtered button[type="submit"]'),
+  ]);
+  await expectVisible(page, '#replay-confirm', 'after Replay matching with empty filters');
+  const count = await textOf(page, '#replay-count');
+  check(count === want.toLocaleString('en-US'), `the confirmation says ${JSON.stringify(count)} tasks, the API counts ${want}`);
+  log(`confirmation: ${JSON.stringify((await page.locator('#replay-confirm p').first().innerText()).trim())}`);
+  for (const t of bulk) {
+    const st = (await api.task(t.id)).status;
+    check(st === 'DEAD', `task ${t.id} is ${st} before the replay was confirmed, want DEAD`);
+  }
+  log('nothing replayed before the confirmation');
+  await screenshot(cfg, page, 'replay-confirm');
+
+  await Promise.all([
+    page.waitForResponse((r) => r.url() === `${cfg.url}/dead-letters/replay` && r.status() === 303),
+    page.waitForURL((u) => u.pathname === '/dead-letters', { waitUntil: 'load' }),
+    page.click('#replay-confirm-button'),
+  ]);
+  await expectVisible(page, '.flash-ok', 'after the confirmed replay');
+  const flash = await textOf(page, '.flash-ok');
+  check(flash.startsWith(`Replayed ${want} task`), `flash ${JSON.stringify(flash)}, want "Replayed ${want} tasks."`);
+  log(`flash ${JSON.stringify(flash)}`);
+  for (const t of bulk) {
+    const outcomes = (await api.attempts(t.id)).map((a) => a.outcome);
+    check(outcomes.includes('REPLAYED'), `task ${t.id} has no REPLAYED event after the confirmed replay: ${outcomes.join(',')}`);
+  }
+  log('every bulk task has its REPLAYED event (API)');
+}
+
+// attemptRuns: the task replayed twice (by its own page, then by the bulk replay) has
+// three runs; the page divides them with the REPLAYED events and numbers each row's run.
+async function attemptRuns({ cfg, api, page }) {
+  const first = (await api.get('/api/tasks?kind=fail&limit=1000')).tasks.find((t) => !t.payload?.bulk);
+  check(first, 'the first fail task is not listed');
+  await waitUntil(`task ${first.id} to run a third time and die`, async () => {
+    const o = (await api.attempts(first.id)).map((a) => a.outcome);
+    return o.filter((x) => x === 'REPLAYED').length === 2 && o.at(-1) !== 'REPLAYED' &&
+      (await api.task(first.id)).status === 'DEAD';
+  }, { describe: async () => (await api.attempts(first.id)).map((a) => a.outcome).join(',') });
+
+  await page.goto(`${cfg.url}/tasks/${first.id}`);
+  await waitForText(page, '#task-status', 'DEAD');
+  const dividers = await page.locator('#attempts tr.replay-divider').allInnerTexts();
+  check(dividers.length === 2, `${dividers.length} replay dividers, want 2`);
+  check(/run 2 starts/.test(dividers[0]) && /run 3 starts/.test(dividers[1]), `dividers ${JSON.stringify(dividers)}`);
+  const runs = (await page.locator('#attempts tr.attempt td.run').allTextContents()).map((r) => r.trim());
+  check(runs.join(',') === '1,2,3', `run column ${runs.join(',')}, want 1,2,3`);
+  const note = await textOf(page, '#last-error-note');
+  check(note === 'From attempt 1 of run 3.', `last error note ${JSON.stringify(note)}`);
+  log(`runs ${runs.join(',')}; ${note}`);
+  await screenshot(cfg, page, 'task-attempts-runs');
+}
+
+// lastErrorAndQueues: a dead task's row in the task list carries its last error (the
+// whole text in the title); the Queues page, reached from the navigation, counts them.
+async function lastErrorAndQueues({ cfg, api, page }) {
+  const dead = (await api.get('/api/tasks?status=DEAD&kind=fail&limit=1')).tasks[0];
+  check(dead?.last_error, 'the API lists no DEAD fail task with a last error');
+  await page.goto(`${cfg.url}/tasks?status=DEAD`);
+  const cell = page.locator(`tr[data-task-id="${dead.id}"] td.last-error span`);
+  await cell.waitFor({ state: 'visible' }).catch(() => fail(`no last error shown for task ${dead.id} in /tasks`));
+  const title = await cell.getAttribute('title');
+  check(title === dead.last_error, `the last error's title is ${JSON.stringify(title)}, the API says ${JSON.stringify(dead.last_error)}`);
+  log(`task list: last error ${JSON.stringify((await cell.innerText()).trim())}`);
+
+  await Promise.all([page.waitForURL((u) => u.pathname === '/queues'), page.click('a[data-nav="queues"]')]);
+  const row = 'tr[data-queue="default"]';
+  await expectVisible(page, `#queue-list ${row}`, 'queues page');
+  // The replayed tasks may still be running: wait for the page (live) and the API to agree.
+  const deadOnPage = async () => Number(await textOf(page, `${row} td.dead`));
+  const deadByAPI = async () => (await api.get('/api/tasks?status=DEAD,FAILED&queue=default&limit=1000')).tasks.length;
+  const { deadCount } = await waitUntil('the Queues page and the API to agree on dead tasks in default', async () => {
+    const [shown, listed] = [await deadOnPage(), await deadByAPI()];
+    return shown === listed && (await deadByAPI()) === listed ? { deadCount: shown } : null;
+  }, { describe: async () => `page ${await deadOnPage()}, API ${await deadByAPI()}` });
+  check(deadCount >= 3, `the Queues page shows ${deadCount} dead or failed tasks in default, want the 3 fail tasks`);
+  log(`queues: default has ${deadCount} dead or failed, ${await textOf(page, `${row} td.waiting`)} waiting`);
+  await screenshot(cfg, page, 'queues');
 }
 
 async function pauseAndResume({ cfg, api, page }) {

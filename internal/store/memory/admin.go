@@ -10,6 +10,30 @@ import (
 	"github.com/rotaqueue/rota/internal/store"
 )
 
+// CountReplayable counts matching DEAD and FAILED tasks up to atMost; see store.Store.
+func (s *Store) CountReplayable(ctx context.Context, p store.ReplayParams, atMost int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := p.ValidateCount(atMost); err != nil {
+		return 0, fmt.Errorf("count replayable: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, id := range s.ids {
+		if n == atMost {
+			break
+		}
+		t := &s.tasks[id].task
+		if (t.Status == store.StatusDead || t.Status == store.StatusFailed) && (p.Queue == "" || t.Queue == p.Queue) &&
+			(p.Kind == "" || t.Kind == p.Kind) && (p.Reason == "" || t.Status == p.Reason) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // ReplayTasks replays matching DEAD and FAILED tasks, oldest first; see store.Store.
 func (s *Store) ReplayTasks(ctx context.Context, p store.ReplayParams) ([]*store.Task, error) {
 	if err := ctx.Err(); err != nil {

@@ -13,6 +13,7 @@ import (
 
 var (
 	sqlReplayTasks         = query("replay_tasks.sql")
+	sqlCountReplayable     = query("count_replayable.sql")
 	sqlDeleteFinishedTasks = query("delete_finished_tasks.sql")
 )
 
@@ -32,6 +33,20 @@ func (s *Store) ReplayTasks(ctx context.Context, params store.ReplayParams) ([]*
 		return nil, translate("replay tasks", err)
 	}
 	return tasks, nil
+}
+
+// CountReplayable counts matching DEAD and FAILED tasks up to atMost; see store.Store.
+func (s *Store) CountReplayable(ctx context.Context, params store.ReplayParams, atMost int) (int, error) {
+	if err := params.ValidateCount(atMost); err != nil {
+		return 0, fmt.Errorf("count replayable: %w", err)
+	}
+	// Planned per call, as the replay itself: with its filters known the planner walks
+	// tasks_status_id or tasks_list, not the table.
+	var n int
+	if err := s.pool.QueryRow(ctx, sqlCountReplayable, planPerCall, params.Queue, params.Kind, string(params.Reason), atMost).Scan(&n); err != nil {
+		return 0, translate("count replayable", err)
+	}
+	return n, nil
 }
 
 // DeleteFinishedTasks deletes one batch of finished tasks past retention.

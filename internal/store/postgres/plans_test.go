@@ -290,3 +290,39 @@ func TestNextDueDoesNotWalkWaitingTasks(t *testing.T) {
 		t.Fatalf("%d blocks of the claim index were read: the waiting tasks were walked", n)
 	}
 }
+
+// TestCountReplayableReadsAnIndex: the dashboard counts the tasks a replay of every dead
+// task would move before asking to confirm it; the count stops at its cap and walks an
+// index of DEAD and FAILED tasks, never the table of finished ones.
+func TestCountReplayableReadsAnIndex(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+	exec(t, pool, `INSERT INTO rota.tasks (id, queue, kind, payload, status, scheduled_for, attempt_count, max_attempts, completed_at, last_error)
+		SELECT gen_random_uuid(), CASE WHEN g % 2 = 0 THEN 'a' ELSE 'b' END, 'noop', '{}',
+		       CASE WHEN g <= 12000 THEN 'DEAD' ELSE 'SUCCEEDED' END, now() - interval '1 day', 3, 3, now() - interval '1 hour',
+		       CASE WHEN g <= 12000 THEN 'boom' END
+		FROM generate_series(1, 40000) AS g`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	before := seqScans(t, pool)
+	for _, c := range []struct {
+		p      store.ReplayParams
+		atMost int
+		want   int
+	}{
+		{store.ReplayParams{}, 10001, 10001},
+		{store.ReplayParams{}, 20000, 12000},
+		{store.ReplayParams{Queue: "a"}, 10001, 6000},
+		{store.ReplayParams{Queue: "b", Kind: "noop", Reason: store.StatusDead}, 100, 100},
+		{store.ReplayParams{Reason: store.StatusFailed}, 10001, 0},
+	} {
+		n, err := st.CountReplayable(ctx, c.p, c.atMost)
+		if err != nil || n != c.want {
+			t.Fatalf("CountReplayable(%+v, %d) = %d, %v; want %d", c.p, c.atMost, n, err, c.want)
+		}
+	}
+	if n := seqScans(t, pool) - before; n != 0 {
+		t.Fatalf("counting replayable tasks scanned rota.tasks sequentially %d times", n)
+	}
+}

@@ -17,6 +17,7 @@ var bulkReplayTests = []testCase{
 	{"SkipsHeldIdempotencyKey", testReplayTasksSkipsHeldKey},
 	{"ReplaysOneOfTasksSharingAKey", testReplayTasksSharingAKey},
 	{"InvalidParams", testReplayTasksInvalid},
+	{"CountReplayable", testCountReplayable},
 }
 
 var retentionTests = []testCase{
@@ -170,6 +171,55 @@ func testReplayTasksInvalid(t *testing.T, s store.Store) {
 	}
 	if got := get(t, s, failed.ID); got.Status != store.StatusFailed {
 		t.Fatalf("an invalid bulk replay changed a task: it is %s", got.Status)
+	}
+}
+
+func testCountReplayable(t *testing.T, s store.Store) {
+	for range 3 {
+		driveTo(t, s, store.CreateParams{Queue: "qa", Kind: "k1"}, store.StatusDead)
+	}
+	driveTo(t, s, store.CreateParams{Queue: "qa", Kind: "k2"}, store.StatusFailed)
+	driveTo(t, s, store.CreateParams{Queue: "qb", Kind: "k1"}, store.StatusDead)
+	driveTo(t, s, store.CreateParams{Queue: "qa", Kind: "k1"}, store.StatusSucceeded)
+	driveTo(t, s, store.CreateParams{Queue: "qa", Kind: "k1"}, store.StatusCanceled)
+	createOne(t, s, store.CreateParams{Queue: "qa", Kind: "k1"})
+	replayed := driveTo(t, s, store.CreateParams{Queue: "qa", Kind: "k1"}, store.StatusDead)
+	if _, err := s.ReplayTask(ctx(t), replayed.ID); err != nil {
+		t.Fatalf("ReplayTask: %v", err)
+	}
+
+	count := func(p store.ReplayParams, atMost int) int {
+		t.Helper()
+		n, err := s.CountReplayable(ctx(t), p, atMost)
+		if err != nil {
+			t.Fatalf("CountReplayable(%+v, %d): %v", p, atMost, err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		p      store.ReplayParams
+		atMost int
+		want   int
+	}{
+		{store.ReplayParams{}, 100, 5}, // DEAD and FAILED only; the replayed one is PENDING
+		{store.ReplayParams{}, 3, 3},   // capped
+		{store.ReplayParams{Queue: "qa"}, 100, 4},
+		{store.ReplayParams{Queue: "qa", Kind: "k1"}, 100, 3},
+		{store.ReplayParams{Reason: store.StatusFailed}, 100, 1},
+		{store.ReplayParams{Queue: "qb", Reason: store.StatusFailed}, 100, 0},
+		{store.ReplayParams{Limit: 1, TaskIDs: []uuid.UUID{replayed.ID}}, 100, 5}, // ignored
+	} {
+		if got := count(c.p, c.atMost); got != c.want {
+			t.Fatalf("CountReplayable(%+v, %d) = %d, want %d", c.p, c.atMost, got, c.want)
+		}
+	}
+	for _, atMost := range []int{0, -1} {
+		if _, err := s.CountReplayable(ctx(t), store.ReplayParams{}, atMost); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("CountReplayable(atMost %d): %v, want ErrInvalid", atMost, err)
+		}
+	}
+	if _, err := s.CountReplayable(ctx(t), store.ReplayParams{Reason: store.StatusCanceled}, 10); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("CountReplayable(reason CANCELED): %v, want ErrInvalid", err)
 	}
 }
 
