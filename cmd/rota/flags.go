@@ -67,31 +67,37 @@ func suggestFlag(fs *flag.FlagSet, name string) string {
 			best, bestDist = f.Name, d
 		}
 	})
-	if best == "" || bestDist > max(1, len(name)/3) {
+	if best == "" || bestDist > max(2, len(name)/3) || bestDist >= len(name) {
 		return ""
 	}
 	return best
 }
 
-// editDistance is the Levenshtein distance between a and b (bytes: flag names are ASCII).
+// editDistance is the optimal-string-alignment distance between a and b: insertions,
+// deletions, substitutions and swaps of neighbours ("--wiat") each count one. Bytes:
+// flag names are ASCII.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
 	}
 	for i := 1; i <= len(a); i++ {
-		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(a)][len(b)]
 }
 
 // secretFlags are the flags whose default may come from the environment and must not
