@@ -335,3 +335,14 @@ func TestHelpShowsEffectiveDefaults(t *testing.T) {
 		t.Errorf("tasks list -h does not say the token is set:\n%s", out)
 	}
 }
+
+// TestMissingActionIsOneLine: a group without its action is one usage line naming the
+// actions (the whole usage was printed on stderr before the error).
+func TestMissingActionIsOneLine(t *testing.T) {
+	for _, group := range []string{"tasks", "dead-letters", "schedules", "migrate"} {
+		r := runMainCLI(t, group)
+		if r.code != 2 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "-h') ") && !strings.Contains(r.stderr, "-h')") {
+			t.Errorf("rota %s: %+v; want one usage line and exit 2", group, r)
+		}
+	}
+}
