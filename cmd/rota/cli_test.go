@@ -132,6 +132,9 @@ func TestHelpEverywhere(t *testing.T) {
 			t.Fatalf("the actions were not found from the groups' help: %q", invocations)
 		}
 	}
+	if r := runMainCLI(t, "help", "tasks", "list"); r.code != 0 || !strings.Contains(r.stdout, "rota tasks list") || !strings.Contains(r.stdout, "-status") {
+		t.Errorf("rota help tasks list: %+v; want the usage of tasks list", r)
+	}
 	for _, inv := range invocations {
 		for _, h := range []string{"-h", "--help"} {
 			r := runMainCLI(t, append(inv, h)...)
@@ -341,7 +344,7 @@ func TestHelpShowsEffectiveDefaults(t *testing.T) {
 func TestMissingActionIsOneLine(t *testing.T) {
 	for _, group := range []string{"tasks", "dead-letters", "schedules", "migrate"} {
 		r := runMainCLI(t, group)
-		if r.code != 2 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "-h') ") && !strings.Contains(r.stderr, "-h')") {
+		if r.code != 2 || r.stdout != "" || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "(see 'rota "+group+" -h')") {
 			t.Errorf("rota %s: %+v; want one usage line and exit 2", group, r)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,6 +119,10 @@ func commands() []command {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) >= 2 && args[0] == "help" {
+		// `rota help tasks list` is `rota tasks list -h`.
+		return run(ctx, append(slices.Clone(args[1:]), "-h"), stdout, stderr)
+	}
 	if len(args) == 0 || isHelpArg(args[0]) {
 		printUsage(stdout)
 		return nil
