@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/rotaqueue/rota/internal/apiclient"
+	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -28,10 +30,10 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	queue := fs.String("queue", "", "queue to put the task in (default \"default\")")
 	delay := fs.Duration("delay", 0, "run no earlier than this long from now, e.g. 10s (rounded up to whole seconds)")
 	at := fs.String("at", "", "run no earlier than this time (RFC 3339, e.g. 2030-01-02T15:04:05Z)")
-	maxAttempts := fs.Int("max-attempts", 0, "attempts before the task is DEAD (0 = the server's default)")
+	maxAttempts := fs.Int("max-attempts", 0, "attempts before the task is DEAD (0 = the server's default, "+strconv.Itoa(store.DefaultMaxAttempts)+")")
 	priority := fs.Int("priority", 0, "higher runs first among due tasks")
 	idemKey := fs.String("idempotency-key", "", "if a live or succeeded task has this key, return it instead of creating one")
-	timeoutSeconds := fs.Int("timeout-seconds", 0, "time limit of each handler attempt in seconds (0 = the worker's default for the kind)")
+	timeoutSeconds := fs.Int("timeout-seconds", 0, "time limit of each handler attempt in seconds (0 = the worker's default for the kind, else "+runtime.DefaultAttemptTimeout.String()+")")
 	wait := fs.Bool("wait", false, "wait until the task is finished; exit 1 unless it SUCCEEDED")
 	waitTimeout := fs.Duration("wait-timeout", defaultWaitTimeout, "with --wait: give up after this long and exit 1 (0 = wait as long as it takes)")
 

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -151,7 +152,7 @@ func (f *scheduleFlags) register(fs *flag.FlagSet, update bool) {
 	fs.StringVar(&f.queue, "queue", "", "queue each run goes to (default \"default\")")
 	fs.StringVar(&f.payload, "payload", "", "payload of each run as JSON (default {})")
 	fs.StringVar(&f.payloadFile, "payload-file", "", "read the JSON payload from this file ('-' = standard input)")
-	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts of each run before it is DEAD (0 = the server's default)")
+	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts of each run before it is DEAD (0 = the server's default, "+strconv.Itoa(store.DefaultMaxAttempts)+")")
 	fs.StringVar(&f.catchUp, "catch-up", "", "after downtime: skip (no missed runs), one (one run for all missed ticks; the default) or all")
 	fs.BoolVar(&f.disabled, "disabled", false, "create or set the schedule paused")
 	if update {
