@@ -114,6 +114,9 @@ func TestBinaryAgainstRotaDev(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stderr), &body); err != nil || r.code != 1 || body.Error.Code != "not_found" {
 		t.Errorf("tasks get <unknown> --json: %+v (%v)", r, err)
 	}
+	if r := rota("dead-letters", "replay", "--task-id", uuid.NewString()); r.code != 1 || !strings.Contains(r.stderr, "no task with id") {
+		t.Errorf("dead-letters replay --task-id <unknown>: %+v", r)
+	}
 	if r := rota("dead-letters", "replay"); r.code != 2 || !strings.Contains(r.stderr, "add --all to confirm") {
 		t.Errorf("dead-letters replay without filters: %+v", r)
 	}
