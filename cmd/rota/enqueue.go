@@ -131,7 +131,11 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return printTask(stdout, cf.json, task)
 	}
 
-	fmt.Fprintf(stderr, "rota: enqueued %s, waiting for it to finish...\n", task.ID)
+	limit := "as long as it takes"
+	if *waitTimeout > 0 {
+		limit = "at most --wait-timeout " + waitTimeout.String()
+	}
+	fmt.Fprintf(stderr, "rota: enqueued %s, waiting for it to finish (%s)...\n", task.ID, limit)
 	final, err := waitForTask(ctx, c, task, *waitTimeout, stderr)
 	if err != nil {
 		return cf.explain(err)
