@@ -15,21 +15,22 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/bench"
+	"github.com/rotaqueue/rota/internal/runtime"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", stderr)
+	fs := newFlagSet("bench", stdout)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: rota bench [flags]")
-		fmt.Fprintln(stderr, "Measures Rota on a PostgreSQL server. By default it creates a database rota_bench_<random>")
-		fmt.Fprintln(stderr, "there (the role needs CREATEDB), migrates it, and drops it at the end.")
-		fmt.Fprintln(stderr, "  drain   insert --tasks noop tasks, then time an in-process worker draining them (tasks/s, RSS)")
-		fmt.Fprintln(stderr, "  steady  enqueue --rate tasks/s for --duration while a worker runs (pickup and end-to-end latency)")
-		fmt.Fprintln(stderr, "  insert  insert throughput: batches of 1, 100, 1000, and single inserts from 8 goroutines")
-		fmt.Fprintln(stderr, "  sqs     with --sqs-endpoint: SQS mode drains --tasks noop tasks (one enqueuer and one worker")
-		fmt.Fprintln(stderr, "          with an SQS source, as serve/worker --mode sqs run by default), then the endpoint's raw")
-		fmt.Fprintln(stderr, "          ceiling (send, receive, delete in batches of 10, 4 clients) and the ratio. Its SQS queues")
-		fmt.Fprintln(stderr, "          rota-bench-<random>-* are created and deleted. all includes sqs when an endpoint is given.")
+		fmt.Fprintln(fs.Output(), "Usage: rota bench [flags]")
+		fmt.Fprintln(fs.Output(), "Measures Rota on a PostgreSQL server. By default it creates a database rota_bench_<random>")
+		fmt.Fprintln(fs.Output(), "there (the role needs CREATEDB), migrates it, and drops it at the end.")
+		fmt.Fprintln(fs.Output(), "  drain   insert --tasks noop tasks, then time an in-process worker draining them (tasks/s, RSS)")
+		fmt.Fprintln(fs.Output(), "  steady  enqueue --rate tasks/s for --duration while a worker runs (pickup and end-to-end latency)")
+		fmt.Fprintln(fs.Output(), "  insert  insert throughput: batches of 1, 100, 1000, and single inserts from 8 goroutines")
+		fmt.Fprintln(fs.Output(), "  sqs     with --sqs-endpoint: SQS mode drains --tasks noop tasks (one enqueuer and one worker")
+		fmt.Fprintln(fs.Output(), "          with an SQS source, as serve/worker --mode sqs run by default), then the endpoint's raw")
+		fmt.Fprintln(fs.Output(), "          ceiling (send, receive, delete in batches of 10, 4 clients) and the ratio. Its SQS queues")
+		fmt.Fprintln(fs.Output(), "          rota-bench-<random>-* are created and deleted. all includes sqs when an endpoint is given.")
 		fs.PrintDefaults()
 	}
 	dbURL := databaseURLFlag(fs)
@@ -38,7 +39,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rate := fs.Float64("rate", bench.DefaultRate, "steady: tasks enqueued per second")
 	duration := fs.Duration("duration", bench.DefaultDuration, "steady: how long the producer runs")
 	insertMax := fs.Duration("insert-max", time.Minute, "insert: end a case after this long, reporting the tasks it inserted (0 = no limit)")
-	concurrency := fs.Int("concurrency", envInt("ROTA_CONCURRENCY", 0), "the worker's handler goroutines (ROTA_CONCURRENCY; 0 = the runtime default)")
+	concurrency := fs.Int("concurrency", envInt("ROTA_CONCURRENCY", 0), "the worker's handler goroutines; 0 = the runtime default, "+strconv.Itoa(runtime.DefaultConcurrency)+" (ROTA_CONCURRENCY)")
 	asJSON := fs.Bool("json", false, "print the results as JSON, without a progress display")
 	keep := fs.Bool("keep", false, "keep the benchmark database (in place: the benchmark's tasks) instead of removing it")
 	sqsEndpoint := fs.String("sqs-endpoint", envOr("ROTA_SQS_ENDPOINT", ""),

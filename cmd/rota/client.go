@@ -158,21 +158,21 @@ func runGroup(ctx context.Context, group string, subs []subcommand, args []strin
 		}
 		fmt.Fprintf(w, "\nRun 'rota %s <action> -h' for an action's flags.\n", group)
 	}
-	if len(args) == 0 {
-		usage(stderr)
-		return usagef("%s needs an action", group)
+	names := make([]string, 0, len(subs))
+	for _, s := range subs {
+		names = append(names, s.name)
 	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
+	if len(args) == 0 {
+		return usagef("%s needs an action: %s (see 'rota %s -h')", group, strings.Join(names, ", "), group)
+	}
+	if isHelpArg(args[0]) {
 		usage(stdout)
 		return nil
 	}
-	names := make([]string, 0, len(subs))
 	for _, s := range subs {
 		if s.name == args[0] {
 			return s.run(ctx, args[1:], stdout, stderr)
 		}
-		names = append(names, s.name)
 	}
 	if strings.HasPrefix(args[0], "-") {
 		return usagef("%s: give the action (%s) before the flags", group, strings.Join(names, ", "))

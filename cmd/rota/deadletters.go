@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"text/tabwriter"
 
@@ -20,7 +21,7 @@ func runDeadLetters(ctx context.Context, args []string, stdout, stderr io.Writer
 }
 
 func runDeadLettersList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("dead-letters list", stderr)
+	fs := newFlagSet("dead-letters list", stdout)
 	var cf clientFlags
 	cf.register(fs)
 	queue := fs.String("queue", "", "only this queue")
@@ -121,11 +122,12 @@ type replaySummary struct {
 }
 
 func runDeadLettersReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("dead-letters replay", stderr)
+	fs := newFlagSet("dead-letters replay", stdout)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: rota dead-letters replay [--task-id ID ...] [--queue Q] [--kind K] [--reason DEAD|FAILED] [flags]")
-		fmt.Fprintln(stderr, "Moves matching DEAD and FAILED tasks back to PENDING, --batch at a time, with progress on stderr.")
-		fmt.Fprintln(stderr, "Without --task-id or a filter, every DEAD and FAILED task is replayed.")
+		fmt.Fprintln(fs.Output(), "Usage: rota dead-letters replay [--task-id ID ...] [--queue Q] [--kind K] [--reason DEAD|FAILED] [flags]")
+		fmt.Fprintln(fs.Output(), "Moves matching DEAD and FAILED tasks back to PENDING, --batch at a time, with progress on stderr.")
+		fmt.Fprintln(fs.Output(), "Without --task-id or a filter it refuses; --all replays every DEAD and FAILED task.")
+		fmt.Fprintln(fs.Output(), "A --task-id that names no task is an error (exit 1), after the others are replayed.")
 		fs.PrintDefaults()
 	}
 	var cf clientFlags
@@ -136,6 +138,7 @@ func runDeadLettersReplay(ctx context.Context, args []string, stdout, stderr io.
 	kind := fs.String("kind", "", "only this kind")
 	reason := fs.String("reason", "", "only DEAD (retries exhausted) or FAILED (permanent error)")
 	batch := fs.Int("batch", 100, "tasks per replay call, 1-1000")
+	all := fs.Bool("all", false, "without --task-id or a filter: confirm replaying every DEAD and FAILED task")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		if errors.Is(err, errHelp) {
@@ -167,6 +170,9 @@ func runDeadLettersReplay(ctx context.Context, args []string, stdout, stderr io.
 			seen[id] = true
 			taskIDs = append(taskIDs, id)
 		}
+	}
+	if len(taskIDs) == 0 && *queue == "" && *kind == "" && r == "" && !*all {
+		return usagef("dead-letters replay without --task-id, --queue, --kind or --reason would replay every DEAD and FAILED task; add --all to confirm")
 	}
 	c, err := cf.client()
 	if err != nil {
@@ -226,21 +232,57 @@ func runDeadLettersReplay(ctx context.Context, args []string, stdout, stderr io.
 		}
 	}
 
-	if cf.json {
-		return writeJSON(stdout, sum)
+	// A bulk replay acts on what matches; an id is a promise that the task exists.
+	missing, err := missingTasks(ctx, c, taskIDs, sum.TaskIDs)
+	if err != nil {
+		return cf.explain(err)
 	}
-	switch {
-	case sum.Replayed == 0 && sum.Calls == 0:
-		fmt.Fprintln(stdout, "no DEAD or FAILED tasks match; nothing replayed")
-	case sum.Replayed == 0:
-		fmt.Fprintln(stdout, "none of the given tasks is DEAD or FAILED; nothing replayed")
-	default:
-		fmt.Fprintf(stdout, "replayed %d task(s) to PENDING in %d call(s)\n", sum.Replayed, sum.Calls)
-		if len(taskIDs) > 0 && sum.Replayed < len(taskIDs) {
-			fmt.Fprintf(stdout, "%d of the given tasks were not DEAD or FAILED and were left as they are\n", len(taskIDs)-sum.Replayed)
+	if cf.json {
+		if err := writeJSON(stdout, sum); err != nil {
+			return err
 		}
+	} else {
+		printReplaySummary(stdout, sum, taskIDs, len(missing))
+	}
+	if len(missing) > 0 {
+		return &apiclient.Error{Status: http.StatusNotFound, Code: "not_found",
+			Message: fmt.Sprintf("no task with id %s", strings.Join(missing, ", "))}
 	}
 	return nil
+}
+
+func printReplaySummary(w io.Writer, sum replaySummary, taskIDs []string, missing int) {
+	switch {
+	case sum.Replayed == 0 && sum.Calls == 0:
+		fmt.Fprintln(w, "no DEAD or FAILED tasks match; nothing replayed")
+	case sum.Replayed == 0:
+		fmt.Fprintln(w, "none of the given tasks is DEAD or FAILED; nothing replayed")
+	default:
+		fmt.Fprintf(w, "replayed %d task(s) to PENDING in %d call(s)\n", sum.Replayed, sum.Calls)
+		if left := len(taskIDs) - sum.Replayed - missing; len(taskIDs) > 0 && left > 0 {
+			fmt.Fprintf(w, "%d of the given tasks were not DEAD or FAILED and were left as they are\n", left)
+		}
+	}
+}
+
+// missingTasks returns the given ids that were not replayed and name no task.
+func missingTasks(ctx context.Context, c *apiclient.Client, given, replayed []string) ([]string, error) {
+	done := map[string]bool{}
+	for _, id := range replayed {
+		done[id] = true
+	}
+	var missing []string
+	for _, id := range given {
+		if done[id] {
+			continue
+		}
+		if _, err := c.GetTask(ctx, id); apiclient.IsNotFound(err) {
+			missing = append(missing, id)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return missing, nil
 }
 
 // countDeadTasks counts the DEAD/FAILED tasks a bulk replay with filter would act on, for

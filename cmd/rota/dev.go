@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/rotaqueue/rota/internal/handlers"
 	"github.com/rotaqueue/rota/internal/runtime"
@@ -15,11 +16,11 @@ import (
 // runDev runs everything in one process on the in-memory store: the API, and poll workers
 // with the built-in handlers. Nothing is kept when it stops.
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("dev", stderr)
+	fs := newFlagSet("dev", stdout)
 	var logs logFlags
 	logs.register(fs)
 	srvFlags := registerServerFlags(fs)
-	concurrency := fs.Int("concurrency", envInt("ROTA_CONCURRENCY", 0), "handler goroutines (ROTA_CONCURRENCY; 0 = the runtime default)")
+	concurrency := fs.Int("concurrency", envInt("ROTA_CONCURRENCY", 0), "handler goroutines; 0 = the runtime default, "+strconv.Itoa(runtime.DefaultConcurrency)+" (ROTA_CONCURRENCY)")
 	queues := fs.String("queues", envOr("ROTA_QUEUES", "default"), "queues the built-in workers serve, comma-separated, queue=N caps one (ROTA_QUEUES)")
 	allowHosts := fs.String("http-allow-hosts", envOr("ROTA_HTTP_ALLOW_HOSTS", ""), "hosts the http handler may call, comma-separated; empty = any (ROTA_HTTP_ALLOW_HOSTS)")
 	denyPrivate := fs.Bool("http-deny-private", envBool("ROTA_HTTP_DENY_PRIVATE", false), "the http handler refuses loopback, private, link-local and cloud-metadata addresses, checked on the address dialed; it then uses no proxy (ROTA_HTTP_DENY_PRIVATE)")

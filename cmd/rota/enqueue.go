@@ -8,17 +8,19 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/rotaqueue/rota/internal/apiclient"
+	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
 func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("enqueue", stderr)
+	fs := newFlagSet("enqueue", stdout)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: rota enqueue <kind> [flags]")
-		fmt.Fprintln(stderr, "Creates a task and prints it. With --wait, waits until it is finished and exits 1 unless it SUCCEEDED.")
+		fmt.Fprintln(fs.Output(), "Usage: rota enqueue <kind> [flags]")
+		fmt.Fprintln(fs.Output(), "Creates a task and prints it. With --wait, waits until it is finished and exits 1 unless it SUCCEEDED.")
 		fs.PrintDefaults()
 	}
 	var cf clientFlags
@@ -28,12 +30,12 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	queue := fs.String("queue", "", "queue to put the task in (default \"default\")")
 	delay := fs.Duration("delay", 0, "run no earlier than this long from now, e.g. 10s (rounded up to whole seconds)")
 	at := fs.String("at", "", "run no earlier than this time (RFC 3339, e.g. 2030-01-02T15:04:05Z)")
-	maxAttempts := fs.Int("max-attempts", 0, "attempts before the task is DEAD (0 = the server's default)")
+	maxAttempts := fs.Int("max-attempts", 0, "attempts before the task is DEAD (0 = the server's default, "+strconv.Itoa(store.DefaultMaxAttempts)+")")
 	priority := fs.Int("priority", 0, "higher runs first among due tasks")
 	idemKey := fs.String("idempotency-key", "", "if a live or succeeded task has this key, return it instead of creating one")
-	timeoutSeconds := fs.Int("timeout-seconds", 0, "time limit of each handler attempt in seconds (0 = the worker's default for the kind)")
+	timeoutSeconds := fs.Int("timeout-seconds", 0, "time limit of each handler attempt in seconds (0 = the worker's default for the kind, else "+runtime.DefaultAttemptTimeout.String()+")")
 	wait := fs.Bool("wait", false, "wait until the task is finished; exit 1 unless it SUCCEEDED")
-	waitTimeout := fs.Duration("wait-timeout", 0, "with --wait: give up after this long (0 = wait as long as it takes)")
+	waitTimeout := fs.Duration("wait-timeout", defaultWaitTimeout, "with --wait: give up after this long and exit 1 (0 = wait as long as it takes)")
 
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -129,8 +131,12 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return printTask(stdout, cf.json, task)
 	}
 
-	fmt.Fprintf(stderr, "rota: enqueued %s, waiting for it to finish...\n", task.ID)
-	final, err := waitForTask(ctx, c, task, *waitTimeout)
+	limit := "as long as it takes"
+	if *waitTimeout > 0 {
+		limit = "at most --wait-timeout " + waitTimeout.String()
+	}
+	fmt.Fprintf(stderr, "rota: enqueued %s, waiting for it to finish (%s)...\n", task.ID, limit)
+	final, err := waitForTask(ctx, c, task, *waitTimeout, stderr)
 	if err != nil {
 		return cf.explain(err)
 	}
@@ -170,14 +176,24 @@ func readPayloadFile(name string) ([]byte, error) {
 	return b, nil
 }
 
+// defaultWaitTimeout bounds `enqueue --wait`: a task in a queue no worker serves would
+// otherwise block a script forever.
+const defaultWaitTimeout = 5 * time.Minute
+
+// waitNoticeInterval is how often a wait says on stderr why it is still waiting.
+var waitNoticeInterval = 10 * time.Second
+
 // waitForTask polls until the task is terminal, checking often at first and then about
-// once a second. A limit of 0 waits until ctx ends.
-func waitForTask(ctx context.Context, c *apiclient.Client, task *apiclient.Task, limit time.Duration) (*apiclient.Task, error) {
+// once a second, and every waitNoticeInterval tells stderr why it is still waiting. A
+// limit of 0 waits until ctx ends.
+func waitForTask(ctx context.Context, c *apiclient.Client, task *apiclient.Task, limit time.Duration, stderr io.Writer) (*apiclient.Task, error) {
 	if limit > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
+	start := time.Now()
+	lastNotice := start
 	interval := 50 * time.Millisecond
 	for !task.Terminal() {
 		timer := time.NewTimer(interval)
@@ -185,7 +201,7 @@ func waitForTask(ctx context.Context, c *apiclient.Client, task *apiclient.Task,
 		case <-ctx.Done():
 			timer.Stop()
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) && limit > 0 {
-				return nil, fmt.Errorf("task %s is still %s after --wait-timeout %s", task.ID, task.Status, limit)
+				return nil, fmt.Errorf("task %s is still %s after --wait-timeout %s: %s", task.ID, task.Status, limit, waitingReason(task, time.Now()))
 			}
 			return nil, fmt.Errorf("stopped waiting for task %s (still %s): %w", task.ID, task.Status, ctx.Err())
 		case <-timer.C:
@@ -198,9 +214,33 @@ func waitForTask(ctx context.Context, c *apiclient.Client, task *apiclient.Task,
 			return nil, err
 		}
 		task = next
+		if now := time.Now(); !task.Terminal() && now.Sub(lastNotice) >= waitNoticeInterval {
+			lastNotice = now
+			fmt.Fprintf(stderr, "rota: still %s after %s: %s\n", task.Status, now.Sub(start).Round(time.Second), waitingReason(task, now))
+		}
 		if interval < time.Second {
 			interval = min(interval*2, time.Second)
 		}
 	}
 	return task, nil
+}
+
+// waitingReason says, from a task's row, what it is waiting for and what may be wrong.
+func waitingReason(t *apiclient.Task, now time.Time) string {
+	var failed string
+	if t.AttemptCount > 0 && t.LastError != "" {
+		failed = fmt.Sprintf("attempt %d of %d failed (%s); ", t.AttemptCount, t.MaxAttempts, truncate(oneLine(t.LastError), 120))
+	}
+	switch t.Status {
+	case "PENDING":
+		if t.ScheduledFor.After(now) {
+			return failed + "it is due at " + fmtTime(&t.ScheduledFor)
+		}
+		return failed + fmt.Sprintf("no worker has claimed it; is a worker serving queue %q with a handler for kind %q?", t.Queue, t.Kind)
+	case "ENQUEUED":
+		return failed + fmt.Sprintf("its id was sent to SQS but no worker has claimed it; is a worker in --mode sqs serving queue %q?", t.Queue)
+	case "PROCESSING":
+		return fmt.Sprintf("running on worker %s (attempt %d of %d)", dash(t.WorkerID), t.AttemptCount, t.MaxAttempts)
+	}
+	return "status " + t.Status
 }

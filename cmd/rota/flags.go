@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -15,22 +17,106 @@ import (
 )
 
 // newFlagSet returns a flag set that reports errors instead of exiting, so every
-// subcommand fails the same way: one line and exit status 2.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+// subcommand fails the same way: one line and exit status 2. help is where -h prints
+// the usage (stdout: asking for help is no error).
+func newFlagSet(name string, help io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("rota "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(help)
 	return fs
 }
 
-// parseFlags parses args; -h prints help and returns errHelp handled by the caller.
+// parseFlags parses args; -h prints help and returns errHelp handled by the caller. A
+// bad flag is one line (flag would also print it and the whole usage, and main the error
+// again), with a suggestion when the flag looks like a known one.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+	hideSecretDefaults(fs)
+	help := fs.Output()
+	var printed bytes.Buffer
+	fs.SetOutput(&printed)
+	err := fs.Parse(args)
+	fs.SetOutput(help)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			_, _ = help.Write(printed.Bytes())
 			return errHelp
 		}
-		return usagef("%v", err)
+		return flagError(fs, err)
 	}
 	return nil
+}
+
+// flagError turns flag's error into one usage line naming the command.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = "unknown flag --" + name
+		if s := suggestFlag(fs, name); s != "" {
+			msg += "; did you mean --" + s + "?"
+		}
+	}
+	return usagef("%s: %s (see '%s -h')", strings.TrimPrefix(fs.Name(), "rota "), msg, fs.Name())
+}
+
+// suggestFlag is the defined flag nearest to name by edit distance, when it is near
+// enough to be a likely typo; "" otherwise.
+func suggestFlag(fs *flag.FlagSet, name string) string {
+	best, bestDist := "", 0
+	fs.VisitAll(func(f *flag.Flag) {
+		d := editDistance(name, f.Name)
+		if best == "" || d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	if best == "" || bestDist > max(2, len(name)/3) || bestDist >= len(name) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the optimal-string-alignment distance between a and b: insertions,
+// deletions, substitutions and swaps of neighbours ("--wiat") each count one. Bytes:
+// flag names are ASCII.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
+
+// secretFlags are the flags whose default may come from the environment and must not
+// be printed by -h as it is.
+var secretFlags = map[string]bool{"token": true, "database-url": true, "db-listen-url": true}
+
+// hideSecretDefaults masks what -h would print of a secret default: the token, and the
+// password in a database URL (its host and database stay, to tell which one is used).
+func hideSecretDefaults(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if !secretFlags[f.Name] || f.DefValue == "" {
+			return
+		}
+		if u, err := url.Parse(f.DefValue); err == nil && u.Scheme != "" && f.Name != "token" {
+			f.DefValue = u.Redacted()
+			return
+		}
+		f.DefValue = "(set, hidden)"
+	})
 }
 
 var errHelp = errors.New("help requested")

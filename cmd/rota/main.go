@@ -5,27 +5,85 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/rotaqueue/rota/internal/apiclient"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if err != nil {
-		// One readable line; usage errors exit 2 like flag's own.
-		fmt.Fprintln(os.Stderr, "rota:", oneLine(err.Error()))
-		if errors.Is(err, errUsage) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// runMain runs the command, reports its error on stderr and returns the exit status:
+// 0, 1 for a failure, 2 for a usage error (like flag's own).
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := run(ctx, args, stdout, stderr)
+	if err == nil {
+		return 0
 	}
+	reportError(stderr, wantsJSON(args), err)
+	if errors.Is(err, errUsage) {
+		return 2
+	}
+	return 1
+}
+
+// reportError prints err as one readable line, or, for a command given --json, as the
+// API's error shape {"error":{"code","message"}} so that scripts parse one format.
+func reportError(w io.Writer, asJSON bool, err error) {
+	msg := oneLine(err.Error())
+	if !asJSON {
+		fmt.Fprintln(w, "rota:", msg)
+		return
+	}
+	code := "error"
+	var apiErr *apiclient.Error
+	switch {
+	case errors.Is(err, errUsage):
+		code = "usage"
+	case errors.As(err, &apiErr) && apiErr.Code != "":
+		code = apiErr.Code
+	}
+	type body struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	b, _ := json.Marshal(struct {
+		Error body `json:"error"`
+	}{body{code, msg}})
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// wantsJSON reports whether the command line sets --json (before any "--"), read from
+// the arguments so that errors found before or while parsing flags are JSON too.
+func wantsJSON(args []string) bool {
+	asJSON := false
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "json" {
+			continue
+		}
+		asJSON = true
+		if hasValue {
+			asJSON, _ = strconv.ParseBool(value)
+		}
+	}
+	return asJSON
 }
 
 var errUsage = errors.New("usage")
@@ -54,14 +112,23 @@ func commands() []command {
 		{"tasks", "list, show, cancel and replay tasks on a server: tasks list|get|cancel|replay|attempts", runTasks},
 		{"dead-letters", "list dead letters and replay them in bulk: dead-letters list|replay", runDeadLetters},
 		{"schedules", "manage cron schedules on a server: schedules list|get|create|update|delete|pause|resume|trigger|reschedule|runs", runSchedules},
+		{"stats", "show task counts by queue and status on a server", runStats},
+		{"version", "print this binary's version and Go version (also --version, -v)", runVersion},
 		{"bench", "measure drain throughput, latency and insert rates on PostgreSQL: bench [--workload drain|steady|insert|sqs|all]", runBench},
 	}
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) >= 2 && args[0] == "help" {
+		// `rota help tasks list` is `rota tasks list -h`.
+		return run(ctx, append(slices.Clone(args[1:]), "-h"), stdout, stderr)
+	}
+	if len(args) == 0 || isHelpArg(args[0]) {
 		printUsage(stdout)
 		return nil
+	}
+	if isVersionArg(args[0]) {
+		return runVersion(ctx, args[1:], stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -81,6 +148,15 @@ func printUsage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'rota <command> -h' for a command's flags.")
+}
+
+// isHelpArg reports whether arg asks for help, as flag understands it.
+func isHelpArg(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help", "--h":
+		return true
+	}
+	return false
 }
 
 // oneLine folds a multi-line error (pgx lists every address it tried) into one line.

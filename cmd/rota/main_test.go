@@ -24,7 +24,7 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 func TestMigrateUpDownStatus(t *testing.T) {
 	// A database with nothing applied: the template is migrated, so revert it first.
 	url := pgtest.NewDatabase(t)
-	if out, err := runCLI(t, "migrate", "down", "--steps", "0", "--database-url", url); err != nil {
+	if out, err := runCLI(t, "migrate", "down", "--steps", "0", "--yes", "--database-url", url); err != nil {
 		t.Fatalf("down: %v\n%s", err, out)
 	}
 	out, err := runCLI(t, "migrate", "status", "--database-url", url)

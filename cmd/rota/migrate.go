@@ -13,21 +13,26 @@ import (
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", stderr)
+	fs := newFlagSet("migrate", stdout)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: rota migrate up|down|status [flags]")
-		fmt.Fprintln(stderr, "  up      apply every pending migration (each in its own transaction)")
-		fmt.Fprintln(stderr, "  down    revert the newest migration (--steps N, 0 = all)")
-		fmt.Fprintln(stderr, "  status  list migrations and when they were applied")
+		fmt.Fprintln(fs.Output(), "Usage: rota migrate up|down|status [flags]")
+		fmt.Fprintln(fs.Output(), "  up      apply every pending migration (each in its own transaction)")
+		fmt.Fprintln(fs.Output(), "  down    revert the newest migration (--steps N; --steps 0 reverts all and needs --yes)")
+		fmt.Fprintln(fs.Output(), "  status  list migrations and when they were applied")
 		fs.PrintDefaults()
 	}
 	dbURL := databaseURLFlag(fs)
-	steps := fs.Int("steps", 1, "down: how many migrations to revert (0 = all)")
+	steps := fs.Int("steps", 1, "down: how many migrations to revert (0 = all, with --yes)")
+	yes := fs.Bool("yes", false, "down --steps 0: confirm reverting every migration, which drops all of Rota's tables and data")
 	if len(args) == 0 {
-		fs.Usage()
-		return usagef("migrate needs up, down or status")
+		return usagef("migrate needs an action: up, down or status (see 'rota migrate -h')")
 	}
 	action, rest := args[0], args[1:]
+	if isHelpArg(action) {
+		hideSecretDefaults(fs)
+		fs.Usage()
+		return nil
+	}
 	if err := parseFlags(fs, rest); err != nil {
 		if errors.Is(err, errHelp) {
 			return nil
@@ -42,6 +47,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *steps < 0 {
 		return usagef("migrate down: --steps must be 0 or more")
+	}
+	if action == "down" && *steps == 0 && !*yes {
+		return usagef("migrate down --steps 0 reverts every migration and deletes all of Rota's data; add --yes to confirm")
 	}
 	pool, err := openPool(ctx, *dbURL)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -55,11 +56,11 @@ func scheduleCommand(fs *flag.FlagSet, cf *clientFlags, action string, args []st
 }
 
 // nameUsage sets the usage line of an action that takes a schedule name.
-func nameUsage(fs *flag.FlagSet, stderr io.Writer, usage string, more ...string) {
+func nameUsage(fs *flag.FlagSet, usage string, more ...string) {
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: rota schedules "+usage)
+		fmt.Fprintln(fs.Output(), "Usage: rota schedules "+usage)
 		for _, line := range more {
-			fmt.Fprintln(stderr, line)
+			fmt.Fprintln(fs.Output(), line)
 		}
 		fs.PrintDefaults()
 	}
@@ -77,8 +78,8 @@ func helpOr(err error) error {
 // schedule.
 func scheduleAction(name string, call func(*apiclient.Client, context.Context, string) (*apiclient.Schedule, error)) func(context.Context, []string, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		fs := newFlagSet("schedules "+name, stderr)
-		nameUsage(fs, stderr, name+" <name> [flags]")
+		fs := newFlagSet("schedules "+name, stdout)
+		nameUsage(fs, name+" <name> [flags]")
 		var cf clientFlags
 		cf.register(fs)
 		sched, c, err := scheduleCommand(fs, &cf, name, args)
@@ -94,7 +95,7 @@ func scheduleAction(name string, call func(*apiclient.Client, context.Context, s
 }
 
 func runSchedulesList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("schedules list", stderr)
+	fs := newFlagSet("schedules list", stdout)
 	var cf clientFlags
 	cf.register(fs)
 	pos, err := parseArgs(fs, args)
@@ -151,7 +152,7 @@ func (f *scheduleFlags) register(fs *flag.FlagSet, update bool) {
 	fs.StringVar(&f.queue, "queue", "", "queue each run goes to (default \"default\")")
 	fs.StringVar(&f.payload, "payload", "", "payload of each run as JSON (default {})")
 	fs.StringVar(&f.payloadFile, "payload-file", "", "read the JSON payload from this file ('-' = standard input)")
-	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts of each run before it is DEAD (0 = the server's default)")
+	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts of each run before it is DEAD (0 = the server's default, "+strconv.Itoa(store.DefaultMaxAttempts)+")")
 	fs.StringVar(&f.catchUp, "catch-up", "", "after downtime: skip (no missed runs), one (one run for all missed ticks; the default) or all")
 	fs.BoolVar(&f.disabled, "disabled", false, "create or set the schedule paused")
 	if update {
@@ -230,8 +231,8 @@ func (f *scheduleFlags) changesTask() bool {
 }
 
 func runSchedulesCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("schedules create", stderr)
-	nameUsage(fs, stderr, "create <name> --cron SPEC --kind K [--tz ZONE] [--queue Q] [--payload JSON] [--max-attempts N] [--catch-up skip|one|all] [--disabled]",
+	fs := newFlagSet("schedules create", stdout)
+	nameUsage(fs, "create <name> --cron SPEC --kind K [--tz ZONE] [--queue Q] [--payload JSON] [--max-attempts N] [--catch-up skip|one|all] [--disabled]",
 		"Creates a schedule that enqueues a task of kind K at every tick of SPEC, read in time zone ZONE.")
 	var cf clientFlags
 	cf.register(fs)
@@ -263,8 +264,8 @@ func runSchedulesCreate(ctx context.Context, args []string, stdout, stderr io.Wr
 }
 
 func runSchedulesUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("schedules update", stderr)
-	nameUsage(fs, stderr, "update <name> [--cron SPEC] [--tz ZONE] [--kind K] [--queue Q] [--payload JSON] [--max-attempts N] [--catch-up skip|one|all] [--enabled|--disabled]",
+	fs := newFlagSet("schedules update", stdout)
+	nameUsage(fs, "update <name> [--cron SPEC] [--tz ZONE] [--kind K] [--queue Q] [--payload JSON] [--max-attempts N] [--catch-up skip|one|all] [--enabled|--disabled]",
 		"Changes only the fields whose flags are given. A new --cron or --tz recomputes the next fire time from now.")
 	var cf clientFlags
 	cf.register(fs)
@@ -315,8 +316,8 @@ func runSchedulesUpdate(ctx context.Context, args []string, stdout, stderr io.Wr
 }
 
 func runSchedulesDelete(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("schedules delete", stderr)
-	nameUsage(fs, stderr, "delete <name> [flags]", "Deletes the schedule; the tasks it already enqueued stay.")
+	fs := newFlagSet("schedules delete", stdout)
+	nameUsage(fs, "delete <name> [flags]", "Deletes the schedule; the tasks it already enqueued stay.")
 	var cf clientFlags
 	cf.register(fs)
 	name, c, err := scheduleCommand(fs, &cf, "delete", args)
@@ -337,8 +338,8 @@ func runSchedulesDelete(ctx context.Context, args []string, stdout, stderr io.Wr
 }
 
 func runSchedulesTrigger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("schedules trigger", stderr)
-	nameUsage(fs, stderr, "trigger <name> [flags]",
+	fs := newFlagSet("schedules trigger", stdout)
+	nameUsage(fs, "trigger <name> [flags]",
 		"Enqueues one run now, also when the schedule is paused, and prints the task. The next fire time does not move.")
 	var cf clientFlags
 	cf.register(fs)
@@ -354,8 +355,8 @@ func runSchedulesTrigger(ctx context.Context, args []string, stdout, stderr io.W
 }
 
 func runSchedulesReschedule(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("schedules reschedule", stderr)
-	nameUsage(fs, stderr, "reschedule <name> --at RFC3339 [flags]",
+	fs := newFlagSet("schedules reschedule", stdout)
+	nameUsage(fs, "reschedule <name> --at RFC3339 [flags]",
 		"Sets the next fire time; later ticks follow the cron spec. A past time makes the schedule due at once.")
 	var cf clientFlags
 	cf.register(fs)
@@ -379,8 +380,8 @@ func runSchedulesReschedule(ctx context.Context, args []string, stdout, stderr i
 }
 
 func runSchedulesRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("schedules runs", stderr)
-	nameUsage(fs, stderr, "runs <name> [--limit N] [--cursor C] [--all] [flags]",
+	fs := newFlagSet("schedules runs", stdout)
+	nameUsage(fs, "runs <name> [--limit N] [--cursor C] [--all] [flags]",
 		"Lists the tasks the schedule created (by its ticks or by triggers), newest first.")
 	var cf clientFlags
 	cf.register(fs)

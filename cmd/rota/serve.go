@@ -101,7 +101,7 @@ func (f serverFlags) check() error {
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", stderr)
+	fs := newFlagSet("serve", stdout)
 	var logs logFlags
 	logs.register(fs)
 	srvFlags := registerServerFlags(fs)

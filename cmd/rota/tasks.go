@@ -22,7 +22,7 @@ func runTasks(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func runTasksList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("tasks list", stderr)
+	fs := newFlagSet("tasks list", stdout)
 	var cf clientFlags
 	cf.register(fs)
 	status := fs.String("status", "", "only these statuses, comma-separated (e.g. DEAD,FAILED)")
@@ -91,9 +91,9 @@ func runTasksList(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // taskAction builds `tasks get|cancel|replay <id>`: one call that returns the task.
 func taskAction(name string, call func(*apiclient.Client, context.Context, string) (*apiclient.Task, error)) func(context.Context, []string, io.Writer, io.Writer) error {
 	return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-		fs := newFlagSet("tasks "+name, stderr)
+		fs := newFlagSet("tasks "+name, stdout)
 		fs.Usage = func() {
-			fmt.Fprintf(stderr, "Usage: rota tasks %s <id> [flags]\n", name)
+			fmt.Fprintf(fs.Output(), "Usage: rota tasks %s <id> [flags]\n", name)
 			fs.PrintDefaults()
 		}
 		var cf clientFlags
@@ -125,9 +125,9 @@ func taskAction(name string, call func(*apiclient.Client, context.Context, strin
 }
 
 func runTasksAttempts(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("tasks attempts", stderr)
+	fs := newFlagSet("tasks attempts", stdout)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: rota tasks attempts <id> [flags]")
+		fmt.Fprintln(fs.Output(), "Usage: rota tasks attempts <id> [flags]")
 		fs.PrintDefaults()
 	}
 	var cf clientFlags

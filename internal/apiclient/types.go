@@ -188,7 +188,25 @@ type ReplayResult struct {
 type Stats struct {
 	Queues []QueueStats     `json:"queues"`
 	Totals map[string]int64 `json:"totals"`
+
+	raw json.RawMessage
 }
+
+// UnmarshalJSON decodes the stats and keeps the exact JSON they came from (see Raw).
+func (s *Stats) UnmarshalJSON(b []byte) error {
+	type plain Stats
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Stats(p)
+	s.raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// Raw is the stats' JSON exactly as the server sent it, including fields this client
+// does not know yet (the `rota stats --json` output).
+func (s *Stats) Raw() json.RawMessage { return s.raw }
 
 // QueueStats counts one queue's tasks by status.
 type QueueStats struct {
