@@ -37,6 +37,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	if p.LeaseDuration, err = leaseSeconds(req.LeaseSeconds); err != nil {
 		return err
 	}
+	s.registerHTTPWorker(r, p.WorkerID, queue)
 	var wait time.Duration
 	if req.WaitSeconds != nil {
 		if *req.WaitSeconds < 0 || *req.WaitSeconds > maxWaitSeconds {

@@ -68,8 +68,8 @@ func (p *RegisterParams) Normalize() error {
 	switch {
 	case w.ID == "":
 		return fmt.Errorf("%w: a worker id is required", ErrInvalid)
-	case len(w.ID) > 200:
-		return fmt.Errorf("%w: a worker id is at most 200 bytes", ErrInvalid)
+	case len(w.ID) > 256:
+		return fmt.Errorf("%w: a worker id is at most 256 bytes", ErrInvalid)
 	case w.Concurrency < 0 || w.Running < 0 || w.PID < 0:
 		return fmt.Errorf("%w: concurrency, running and pid must not be negative", ErrInvalid)
 	}
