@@ -69,6 +69,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	printURL(stdout, "rota dev", ln)
+	warnUnprotected(stderr, ln, *srvFlags.token)
 	fmt.Fprintln(stdout, "in-memory store: tasks are lost when this process stops; use 'rota serve' for PostgreSQL")
 	scheduler := schedule.NewScheduler(schedule.Config{Store: counted, Interval: *srvFlags.scheduleInterval, Logger: logger,
 		OnClaim: schedule.NewMetrics(reg).Observe})

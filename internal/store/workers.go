@@ -54,6 +54,9 @@ func (w *Worker) Handles(kind string) bool {
 	return false
 }
 
+// KindsUnknown reports whether w's kinds are unknown (an HTTP-protocol worker).
+func (w Worker) KindsUnknown() bool { return w.Kinds == nil }
+
 // RegisterParams is one registration or renewal of a worker.
 type RegisterParams struct {
 	Worker Worker // StartedAt and LastSeenAt are ignored: the store sets them

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -120,4 +121,20 @@ func CountByQueue(ws []store.Worker) map[string]int {
 		}
 	}
 	return n
+}
+
+// Unserved returns, sorted, the queues of stats that hold due tasks (a due PENDING
+// task, or ENQUEUED tasks waiting for an SQS worker) and have no live worker in ws: their
+// tasks wait for good unless a worker comes (DESIGN.md section 12).
+func Unserved(stats []store.QueueStats, ws []store.Worker) []string {
+	served := CountByQueue(ws)
+	var out []string
+	for _, q := range stats {
+		due := q.OldestDueAt != nil || q.Counts[store.StatusEnqueued] > 0
+		if due && served[q.Queue] == 0 {
+			out = append(out, q.Queue)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
