@@ -13,8 +13,8 @@ import (
 	"github.com/rotaqueue/rota/internal/browserguard"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/statscache"
-	"github.com/rotaqueue/rota/internal/workers"
 	"github.com/rotaqueue/rota/internal/validate"
+	"github.com/rotaqueue/rota/internal/workers"
 )
 
 // Config configures a Dashboard. Every zero field but Store means its default; New fills
