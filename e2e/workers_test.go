@@ -72,3 +72,9 @@ func TestWorkersRegistryWithRealProcesses(t *testing.T) {
 		t.Errorf("no live worker left: warnings %v", ws)
 	}
 }
+
+// The browser scenarios of the workers registry (workersScenarios in
+// tools/browser/dashboard.mjs) photograph these pages too; TestDashboardBrowser checks them.
+func init() {
+	dashboardScreenshots = append(dashboardScreenshots, "workers", "unserved-queue")
+}
