@@ -146,6 +146,9 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A worker busy with a long task claims nothing meanwhile: its heartbeats keep it
+	// listed as live.
+	s.registerHTTPWorker(r, t.WorkerID, t.Queue)
 	writeJSON(w, http.StatusOK, taskOut(t))
 	return nil
 }
