@@ -15,10 +15,11 @@ import (
 
 // runWorkers lists the live workers of a server (DESIGN.md section 12).
 func runWorkers(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("workers", stderr)
+	// Help goes to stdout, like every command's -h.
+	fs := newFlagSet("workers", stdout)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: rota workers [--queue Q] [flags]")
-		fmt.Fprintln(stderr, "Lists the live workers (seen within 30 s): Go workers and HTTP-protocol workers.")
+		fmt.Fprintln(stdout, "Usage: rota workers [--queue Q] [flags]")
+		fmt.Fprintln(stdout, "Lists the live workers (seen within 30 s): Go workers and HTTP-protocol workers.")
 		fs.PrintDefaults()
 	}
 	var cf clientFlags
