@@ -61,7 +61,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	mux := runtime.NewMux()
 	handlers.Register(mux, handlers.Config{AllowHosts: handlers.ParseAllowHosts(*allowHosts), DenyPrivate: *denyPrivate})
 	worker, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, Queues: queueLimits,
-		Concurrency: *concurrency, Observer: taskMetrics, Logger: logger})
+		Concurrency: *concurrency, Observer: taskMetrics, Logger: logger, Version: buildVersion()})
 	if err != nil {
 		return usagef("dev: %v", err)
 	}
@@ -70,6 +70,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	printURL(stdout, "rota dev", ln)
+	warnUnprotected(stderr, ln, *srvFlags.token)
 	fmt.Fprintln(stdout, "in-memory store: tasks are lost when this process stops; use 'rota serve' for PostgreSQL")
 	scheduler := schedule.NewScheduler(schedule.Config{Store: counted, Interval: *srvFlags.scheduleInterval, Logger: logger,
 		OnClaim: schedule.NewMetrics(reg).Observe})

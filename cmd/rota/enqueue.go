@@ -127,6 +127,9 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !created {
 		fmt.Fprintf(stderr, "rota: idempotency key %q names an existing task; nothing was created\n", req.IdempotencyKey)
 	}
+	for _, w := range task.Warnings { // the task was created; nothing may run it yet
+		fmt.Fprintln(stderr, "rota: warning:", w)
+	}
 	if !*wait {
 		return printTask(stdout, cf.json, task)
 	}

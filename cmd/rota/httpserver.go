@@ -100,3 +100,14 @@ func runConcurrently(ctx context.Context, components ...func(ctx context.Context
 func printURL(w io.Writer, what string, ln net.Listener) {
 	fmt.Fprintf(w, "%s listening on http://%s\n", what, ln.Addr())
 }
+
+// warnUnprotected warns at start when the server listens on an address other machines
+// can reach (not loopback) without a token: anyone who reaches it can then create,
+// cancel and replay tasks, and read their payloads.
+func warnUnprotected(w io.Writer, ln net.Listener, token string) {
+	addr, ok := ln.Addr().(*net.TCPAddr)
+	if token != "" || !ok || addr.IP.IsLoopback() {
+		return
+	}
+	fmt.Fprintf(w, "rota: warning: listening on %s without a token: anyone who can reach this address can read, create, cancel and replay tasks; set --token (ROTA_API_TOKEN) or listen on 127.0.0.1\n", ln.Addr())
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/store/statscache"
 	"github.com/rotaqueue/rota/internal/validate"
+	"github.com/rotaqueue/rota/internal/workers"
 )
 
 // serverFlags are shared by serve and dev: where to listen and who may call.
@@ -63,6 +64,10 @@ func (f serverFlags) frontEnd(st store.Store, logger *slog.Logger) (*frontEnd, e
 	// One shared Stats query (linear in the table) for the gauges, the dashboard and the API.
 	stats := statscache.New(st, nil)
 	reg.MustRegister(metrics.NewQueueCollector(metrics.QueueCollectorConfig{Store: stats, Logger: logger}))
+	// One short-lived cache of the live workers for the create warnings, the dashboard
+	// and the rota_workers gauges.
+	live := workers.NewCache(st, workers.CacheConfig{})
+	reg.MustRegister(metrics.NewWorkerCollector(metrics.WorkerCollectorConfig{Workers: live, Stats: stats, Logger: logger}))
 	counted := m.CountEnqueued(st)
 	// One count of wrong tokens per client for the API and the dashboard's login.
 	proxies, err := authlimit.ParsePrefixes(*f.trustedProxies)
@@ -70,11 +75,11 @@ func (f serverFlags) frontEnd(st store.Store, logger *slog.Logger) (*frontEnd, e
 		return nil, err
 	}
 	guesses := authlimit.New(authlimit.Config{TrustedProxies: proxies})
-	dash, err := dashboard.New(dashboard.Config{Store: counted, Stats: stats, Token: *f.token, AuthLimiter: guesses, Logger: logger})
+	dash, err := dashboard.New(dashboard.Config{Store: counted, Stats: stats, Workers: live, Token: *f.token, AuthLimiter: guesses, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
-	apiServer, err := api.New(api.Config{Store: counted, Stats: stats, Token: *f.token, MetricsAuth: *f.metricsAuth, AuthLimiter: guesses,
+	apiServer, err := api.New(api.Config{Store: counted, Stats: stats, Workers: live, Token: *f.token, MetricsAuth: *f.metricsAuth, AuthLimiter: guesses,
 		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger})
 	if err != nil {
 		return nil, err
@@ -181,6 +186,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	printURL(stdout, "rota serve", ln)
+	warnUnprotected(stderr, ln, *srvFlags.token)
 	logger.Info("server started", "addr", ln.Addr().String(), "mode", *mode, "auth", *srvFlags.token != "")
 
 	reaper := maintenance.NewReaper(maintenance.ReaperConfig{Store: st, Interval: *reapInterval,

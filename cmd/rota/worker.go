@@ -98,6 +98,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		Mux:           mux,
 		Observer:      metrics.New(reg),
 		WorkerID:      *workerID,
+		Version:       buildVersion(), // what `rota version` says, -ldflags included
 		Queues:        queueLimits,
 		Concurrency:   *concurrency,
 		LeaseDuration: *lease,

@@ -36,6 +36,9 @@ type taskJSON struct {
 	// LeaseToken is set only in claim answers: it is the worker's proof of ownership,
 	// and anyone who can read tasks must not be able to complete them.
 	LeaseToken *uuid.UUID `json:"lease_token,omitempty"`
+	// Warnings is set only in create answers (DESIGN.md section 12): the task was
+	// created, but no live worker may run it yet.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 func taskOut(t *store.Task) taskJSON {
@@ -90,6 +93,8 @@ type taskListJSON struct {
 
 type tasksJSON struct {
 	Tasks []taskJSON `json:"tasks"`
+	// Warnings: the batch create's one list for the whole batch (see taskJSON).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type attemptJSON struct {

@@ -29,6 +29,7 @@ import (
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/statscache"
 	"github.com/rotaqueue/rota/internal/validate"
+	"github.com/rotaqueue/rota/internal/workers"
 )
 
 // Config configures a Server. Every zero field but Store means its default; New fills the
@@ -61,6 +62,11 @@ type Config struct {
 	// linear in the table; many clients polling it run one query at a time. Default: a
 	// cache of its own on Store (set by New when Store is set).
 	Stats *statscache.Cache
+
+	// Workers answers the create warnings (DESIGN.md section 12) from a short-lived
+	// cache of the live workers, which the dashboard and the rota_workers gauges of the
+	// same process may share. Default: a cache of its own on Store.
+	Workers *workers.Cache
 
 	// Logger receives the details of internal errors (which clients only see as
 	// "internal") and of wake-up subscription failures. Default: slog.Default().
@@ -121,6 +127,9 @@ const (
 func (cfg Config) withDefaults() Config {
 	if cfg.Stats == nil && cfg.Store != nil {
 		cfg.Stats = statscache.New(cfg.Store, nil)
+	}
+	if cfg.Workers == nil && cfg.Store != nil {
+		cfg.Workers = workers.NewCache(cfg.Store, workers.CacheConfig{})
 	}
 	if cfg.MetricsHandler == nil {
 		cfg.MetricsHandler = promhttp.Handler()
@@ -191,6 +200,7 @@ type Server struct {
 	tokenHash [sha256.Size]byte
 	waker     *waker
 	longPolls chan struct{} // a semaphore of MaxLongPolls slots
+	presence  *workers.HTTPPresence
 
 	closeOnce sync.Once
 	stop      context.CancelFunc
@@ -209,6 +219,7 @@ func New(cfg Config) (*Server, error) {
 		tokenHash: sha256.Sum256([]byte(cfg.Token)),
 		waker:     newWaker(ctx, cfg.Store, cfg.Logger),
 		longPolls: make(chan struct{}, cfg.MaxLongPolls),
+		presence:  workers.NewHTTPPresence(cfg.Store, 0),
 		stop:      stop,
 	}
 
@@ -232,6 +243,7 @@ func New(cfg Config) (*Server, error) {
 	s.handle("POST", "/api/schedules/{name}/resume", s.resumeSchedule)
 	s.handle("POST", "/api/schedules/{name}/reschedule", s.rescheduleSchedule)
 	s.handle("GET", "/api/schedules/{name}/runs", s.listScheduleRuns)
+	s.handle("GET", "/api/workers", s.listWorkers)
 	s.handle("POST", "/api/queues/{queue}/claim", s.claim)
 	s.handle("POST", "/api/tasks/{id}/heartbeat", s.heartbeat)
 	s.handle("POST", "/api/tasks/{id}/complete", s.complete)

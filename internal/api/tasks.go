@@ -35,7 +35,9 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if res[0].Existing {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, taskOut(res[0].Task))
+	out := taskOut(res[0].Task)
+	out.Warnings = s.createWarnings(r.Context(), []store.CreateParams{p})
+	writeJSON(w, status, out)
 	return nil
 }
 
@@ -61,6 +63,7 @@ func (s *Server) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
 	for i, cr := range res {
 		out.Tasks[i] = taskOut(cr.Task)
 	}
+	out.Warnings = s.createWarnings(r.Context(), params)
 	writeJSON(w, http.StatusCreated, out)
 	return nil
 }

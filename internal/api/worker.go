@@ -37,6 +37,7 @@ func (s *Server) claim(w http.ResponseWriter, r *http.Request) error {
 	if p.LeaseDuration, err = leaseSeconds(req.LeaseSeconds); err != nil {
 		return err
 	}
+	s.registerHTTPWorker(r, p.WorkerID, queue)
 	var wait time.Duration
 	if req.WaitSeconds != nil {
 		if *req.WaitSeconds < 0 || *req.WaitSeconds > maxWaitSeconds {
@@ -145,6 +146,9 @@ func (s *Server) heartbeat(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A worker busy with a long task claims nothing meanwhile: its heartbeats keep it
+	// listed as live.
+	s.registerHTTPWorker(r, t.WorkerID, t.Queue)
 	writeJSON(w, http.StatusOK, taskOut(t))
 	return nil
 }

@@ -185,6 +185,19 @@ func (c *Client) Stats(ctx context.Context) (*Stats, error) {
 	return &s, nil
 }
 
+// ListWorkers returns the live workers, of queue when it is not empty, ordered by id.
+func (c *Client) ListWorkers(ctx context.Context, queue string) ([]Worker, error) {
+	q := url.Values{}
+	setNonEmpty(q, "queue", queue)
+	var out struct {
+		Workers []Worker `json:"workers"`
+	}
+	if _, err := c.do(ctx, http.MethodGet, "/api/workers", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Workers, nil
+}
+
 // ListDeadLetters returns one page of dead-letter events, newest first.
 func (c *Client) ListDeadLetters(ctx context.Context, p ListDeadLettersParams) (*DeadLetterPage, error) {
 	q := url.Values{}

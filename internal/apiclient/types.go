@@ -28,6 +28,9 @@ type Task struct {
 	LastError           string          `json:"last_error"`
 	CreatedAt           time.Time       `json:"created_at"`
 	UpdatedAt           time.Time       `json:"updated_at"`
+	// Warnings is set only in a create answer: the task was created, but no live
+	// worker may run it yet (its queue has none, or none handles its kind).
+	Warnings []string `json:"warnings,omitempty"`
 
 	raw json.RawMessage
 }
@@ -214,4 +217,20 @@ type QueueStats struct {
 	Counts        map[string]int64 `json:"counts"`
 	OldestDueAt   *time.Time       `json:"oldest_due_at"`
 	ExpiredLeases int64            `json:"expired_leases"`
+}
+
+// Worker is one live worker of GET /api/workers. Kinds is nil when unknown (an
+// HTTP-protocol worker).
+type Worker struct {
+	ID          string    `json:"id"`
+	Host        string    `json:"host"`
+	PID         int       `json:"pid"`
+	Version     string    `json:"version"`
+	Mode        string    `json:"mode"`
+	Queues      []string  `json:"queues"`
+	Kinds       []string  `json:"kinds"`
+	Concurrency int       `json:"concurrency"`
+	Running     int       `json:"running"`
+	StartedAt   time.Time `json:"started_at"`
+	LastSeenAt  time.Time `json:"last_seen_at"`
 }

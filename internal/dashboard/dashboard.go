@@ -14,6 +14,7 @@ import (
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/statscache"
 	"github.com/rotaqueue/rota/internal/validate"
+	"github.com/rotaqueue/rota/internal/workers"
 )
 
 // Config configures a Dashboard. Every zero field but Store means its default; New fills
@@ -46,6 +47,10 @@ type Config struct {
 	// Stats shares one Stats query with the API and the queue gauges of the same
 	// process (statscache). Default: a cache of its own on Store.
 	Stats *statscache.Cache
+	// Workers shares the short-lived cache of the live workers with the API and the
+	// rota_workers gauges (the Workers page and the overview's unserved queues).
+	// Default: a cache of its own on Store.
+	Workers *workers.Cache
 }
 
 // Defaults.
@@ -72,6 +77,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.AuthLimiter == nil {
 		cfg.AuthLimiter = authlimit.New(authlimit.Config{Now: cfg.Now})
+	}
+	if cfg.Workers == nil && cfg.Store != nil {
+		cfg.Workers = workers.NewCache(cfg.Store, workers.CacheConfig{})
 	}
 	return cfg
 }
@@ -141,6 +149,7 @@ func New(cfg Config) (*Dashboard, error) {
 	d.post("/tasks/{id}/replay", d.replayTask)
 	d.get("/dead-letters", d.deadLetterList)
 	d.post("/dead-letters/replay", d.replayDeadLetters)
+	d.get("/workers", d.workerList)
 	d.get("/schedules", d.scheduleList)
 	d.get("/queues", d.queueList)
 	d.get("/schedules/{name}", d.schedulePage)

@@ -3,9 +3,11 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/workers"
 )
 
 // stuckListLimit bounds the stuck tasks the overview lists (the per-queue counts are
@@ -20,6 +22,9 @@ type overviewView struct {
 	Failed      int64
 	FailureRate string // "2.5%", or "—" when nothing finished
 	Stuck       []*store.Task
+	// Unserved are the queues with due tasks and no live worker (DESIGN.md section 12):
+	// nothing will run their tasks until a worker comes.
+	Unserved []string
 }
 
 type queueRow struct {
@@ -28,6 +33,8 @@ type queueRow struct {
 	OldestPending string        // age of the oldest due PENDING task, "" when none
 	OldestDueAt   *time.Time
 	Stuck         int64
+	Workers       int  // live workers serving the queue
+	Unserved      bool // due tasks and no live worker
 }
 
 type statusCount struct {
@@ -54,10 +61,18 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	v := overviewView{Stuck: stuck, Chart: newChart(buckets, now)}
+	live, err := d.cfg.Workers.All(ctx)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
+	served := workers.CountByQueue(live)
+
+	v := overviewView{Stuck: stuck, Chart: newChart(buckets, now), Unserved: workers.Unserved(stats, live)}
 	totals := map[store.Status]int64{}
 	for _, qs := range stats {
-		row := queueRow{Queue: qs.Queue, Stuck: qs.ExpiredLeases, OldestDueAt: qs.OldestDueAt}
+		row := queueRow{Queue: qs.Queue, Stuck: qs.ExpiredLeases, OldestDueAt: qs.OldestDueAt,
+			Workers: served[qs.Queue], Unserved: slices.Contains(v.Unserved, qs.Queue)}
 		for _, st := range store.AllStatuses {
 			row.Counts = append(row.Counts, statusCount{st, qs.Counts[st]})
 			totals[st] += qs.Counts[st]

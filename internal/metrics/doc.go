@@ -7,7 +7,7 @@
 // Metrics as runtime.Config.Observer and, with --metrics-addr, serve NewEndpoint.
 // Servers wrap the store given to the API and the scheduler with Metrics.CountEnqueued,
 // pass Metrics.Reaped as the maintenance reaper's OnReap (rota serve), register a
-// QueueCollector, and serve Handler at /metrics on the API listener. rota dev does both,
+// QueueCollector and a WorkerCollector, and serve Handler at /metrics on the API listener. rota dev does both,
 // in one process.
 //
 // # Metrics
@@ -66,6 +66,18 @@
 //	rota_queue_stats_up
 //	    1 when the last store query for these gauges succeeded; 0 when it failed (the
 //	    gauges above are then absent)
+//
+// Gauges of the workers registry (DESIGN.md section 12), by WorkerCollector, read from
+// the 2 s cache of live workers (internal/workers) and the same Stats result:
+//
+//	rota_workers{queue}
+//	    live workers (seen within 30 s) serving the queue, of every mode; 0 for a queue
+//	    with tasks and none
+//	rota_queue_unserved{queue}
+//	    1 when the queue has due tasks (a due PENDING task, or ENQUEUED ones) and no
+//	    live worker: nothing will run them until a worker comes
+//	rota_workers_up
+//	    1 when the last registry query succeeded; 0 when it failed
 //
 // Schedule claims (rota_schedule_*) are internal/schedule's metrics, and SQS and
 // dead-letter-queue metrics are internal/sqsmode's; both register with the same registry.

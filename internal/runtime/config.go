@@ -100,6 +100,16 @@ type Config struct {
 	// see Source). ClaimFrom should then be StatusEnqueued. Default: nil (poll mode).
 	Source Source
 
+	// PresenceInterval is how often the worker renews its row in the workers registry
+	// (store.WorkerRegistry), which `GET /api/workers` and the create warnings read.
+	// Negative: the worker does not register. Default: store.DefaultWorkerHeartbeat (10s).
+	PresenceInterval time.Duration
+	// Mode is the worker's mode as the registry shows it. Default: "sqs" with a Source,
+	// "poll" otherwise.
+	Mode string
+	// Version is the version the registry shows. Default: BuildVersion().
+	Version string
+
 	// Observer receives the worker's events, for metrics. Default: NopObserver.
 	Observer Observer
 
@@ -159,6 +169,16 @@ func (cfg Config) withDefaults() Config {
 	cfg.CommitBatch = cmp.Or(cfg.CommitBatch, DefaultCommitBatch)
 	cfg.CommitInterval = cmp.Or(cfg.CommitInterval, DefaultCommitInterval)
 	cfg.ClaimFrom = cmp.Or(cfg.ClaimFrom, store.StatusPending)
+	cfg.PresenceInterval = cmp.Or(cfg.PresenceInterval, store.DefaultWorkerHeartbeat)
+	if cfg.Mode == "" {
+		cfg.Mode = store.WorkerModePoll
+		if cfg.Source != nil {
+			cfg.Mode = store.WorkerModeSQS
+		}
+	}
+	if cfg.Version == "" {
+		cfg.Version = BuildVersion()
+	}
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
 	}

@@ -45,6 +45,7 @@ type Worker struct {
 	committer *committer
 	heartbeat *heartbeater
 	reaper    *reaper
+	presence  *presence
 }
 
 // NewWorker checks cfg, fills its defaults and returns a worker ready to Run.
@@ -78,6 +79,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	w.committer = newCommitter(w)
 	w.heartbeat = &heartbeater{w: w}
 	w.reaper = &reaper{w: w}
+	w.presence = &presence{w: w}
 	return w, nil
 }
 
@@ -98,8 +100,10 @@ func (w *Worker) ID() string { return w.cfg.WorkerID }
 //     so a reaper retries the task.
 //  3. Flush the committer: every outcome handed over is written (retrying transient
 //     errors, for at most the grace bound).
-//  4. Stop heartbeats last: until its outcome is written a task's lease must stay alive,
+//  4. Stop heartbeats: until its outcome is written a task's lease must stay alive,
 //     or a reaper could hand it to another worker while it finishes here.
+//  5. Leave the workers registry last (presence.go): until then the worker still
+//     serves its queues.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.ran.CompareAndSwap(false, true) {
 		return errors.New("runtime: Worker.Run called more than once")
@@ -124,7 +128,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.executor.base = handlersCtx
 	w.outage.ctx = heartbeatCtx // probing may be needed until the last heartbeat
 
-	var heartbeatDone, commitDone, fetchDone sync.WaitGroup
+	presenceCtx, stopPresence := context.WithCancel(detached)
+	defer stopPresence()
+
+	var presenceDone, heartbeatDone, commitDone, fetchDone sync.WaitGroup
+	presenceDone.Go(func() { w.presence.run(presenceCtx) })
 	heartbeatDone.Go(func() { w.heartbeat.run(heartbeatCtx) })
 	commitDone.Go(func() { w.committer.run(commitCtx) })
 	fetchDone.Go(func() { w.reaper.run(ctx) })
@@ -172,6 +180,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopHeartbeat()
 	heartbeatDone.Wait()
 	w.outage.stop()
+
+	// 5. Leave the registry.
+	stopPresence()
+	presenceDone.Wait()
+	w.presence.deregister(detached)
 
 	if n := w.registry.len(); n > 0 {
 		log.Warn("worker stopped with unrecorded outcomes; their leases will expire", "count", n)

@@ -311,6 +311,8 @@ type Store interface {
 	ScheduleStore
 	// Insights are the overview's summaries (insights.go).
 	Insights
+	// WorkerRegistry records the live workers (workers.go).
+	WorkerRegistry
 
 	// CreateTasks inserts tasks, all or nothing. A task whose idempotency key names a
 	// task that is not DEAD, FAILED or CANCELED is not inserted: its result is that task

@@ -35,6 +35,7 @@ async function main() {
     await step('the task page tells the runs of a replayed task apart', () => attemptRuns(s));
     await step('the task list shows the last error; the Queues page lists the queues', () => lastErrorAndQueues(s));
     await step('a schedule is paused and resumed', () => pauseAndResume(s));
+    await step('workers: the Workers page and the unserved-queue warning', () => workersScenarios(s));
     await step('log out: the pages ask for the login again', () => logOut(s));
   } catch (err) {
     await page.screenshot({ path: `${cfg.screenshotDir}/failure.png`, fullPage: true }).catch(() => {});
@@ -458,6 +459,56 @@ async function logOut({ cfg, context, page }) {
   await page.goto(`${cfg.url}/tasks`);
   check(pathOf(page).path === '/login', `after logout /tasks ended on ${page.url()}, want /login`);
   log('logged out; /tasks redirects to /login');
+}
+
+// --- Workers registry (issue 15, DESIGN.md section 12) ------------------------------
+// Runs once the worker of liveTask is live: the Workers page lists it as the API does,
+// and a queue with a due task and no live worker is flagged on the overview (and its
+// create answer carried a warning).
+async function workersScenarios(s) {
+  await unservedQueue(s);
+  await workersPage(s);
+}
+
+async function unservedQueue({ cfg, api, page }) {
+  const created = await api.call('POST', '/api/tasks', { kind: 'noop', queue: 'nobody-home' }, 201);
+  check(created.warnings?.length === 1 && created.warnings[0].includes('queue "nobody-home" has no live worker'),
+    `the create answer's warnings are ${JSON.stringify(created.warnings)}, want the no-live-worker warning`);
+  log(`create answer warns: ${created.warnings[0]}`);
+  await page.click('a[data-nav="overview"]');
+  await page.waitForURL((u) => u.pathname === '/');
+  await waitUntil('the overview to flag queue nobody-home', async () =>
+    (await textOf(page, '#unserved-warning'))?.includes('nobody-home'), { timeout: ACTION_TIMEOUT_MS,
+    describe: () => textOf(page, '#unserved-warning') });
+  const cell = await textOf(page, 'tr[data-queue="nobody-home"] td.workers');
+  check(cell?.includes('unserved'), `the nobody-home row's workers cell reads ${JSON.stringify(cell)}, want "unserved"`);
+  const served = await textOf(page, 'tr[data-queue="default"] td.workers');
+  check(Number(served) >= 1, `the default queue's workers cell reads ${JSON.stringify(served)}, want its live worker count`);
+  check(!(await textOf(page, '#unserved-warning')).includes('default'), 'the served default queue is flagged as unserved');
+  log(`overview: ${await textOf(page, '#unserved-warning')}`);
+  await screenshot(cfg, page, 'unserved-queue');
+}
+
+async function workersPage({ cfg, api, page }) {
+  const { workers } = await api.get('/api/workers');
+  const worker = workers.find((w) => w.queues.includes('default'));
+  check(worker, `GET /api/workers lists no worker of queue default: ${JSON.stringify(workers)}`);
+  await page.click('a[data-nav="workers"]');
+  await page.waitForURL((u) => u.pathname === '/workers');
+  const row = `tr[data-worker="${worker.id}"]`;
+  await expectVisible(page, row, `the row of worker ${worker.id}`);
+  const cells = {};
+  for (const c of ['host', 'mode', 'queues', 'kinds', 'running', 'version', 'last-seen']) {
+    cells[c] = await textOf(page, `${row} td.${c}`);
+  }
+  check(cells.host.startsWith(worker.host) && cells.host.includes(`pid ${worker.pid}`), `host cell ${JSON.stringify(cells.host)}`);
+  check(cells.mode === 'poll' && cells.queues === 'default', `mode ${cells.mode}, queues ${cells.queues}`);
+  check(['noop', 'sleep', 'fail', 'http'].every((k) => cells.kinds.includes(k)), `kinds cell ${JSON.stringify(cells.kinds)}`);
+  check(/^\d+ \/ \d+$/.test(cells.running) && cells.running.endsWith(`/ ${worker.concurrency}`), `running cell ${JSON.stringify(cells.running)}`);
+  check(cells.version === worker.version && cells.version !== '', `version cell ${JSON.stringify(cells.version)}`);
+  check(/ago|now/.test(cells['last-seen']), `last seen cell ${JSON.stringify(cells['last-seen'])}`);
+  log(`workers page: ${worker.id} on ${cells.host}, ${cells.running} running, kinds ${cells.kinds}`);
+  await screenshot(cfg, page, 'workers');
 }
 
 const watchdog = setTimeout(() => {

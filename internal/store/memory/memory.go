@@ -49,6 +49,7 @@ type Store struct {
 	enq         enqueueIndex                    // what EnqueueDue reads; see enqueue.go
 	outbox      dlqOutbox                       // what PublishDeadLetters reads; see outbox.go
 	served      map[string]map[string]time.Time // queue -> enqueuer -> served until; queuemode.go
+	workers     map[string]*store.Worker        // by id; workers.go
 }
 
 // entry is one task and everything hanging off it.

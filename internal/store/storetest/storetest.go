@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Concurrency", concurrencyTests},
 		{"Schedules", scheduleTests},
 		{"Insights", insightsTests},
+		{"Workers", workerTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
