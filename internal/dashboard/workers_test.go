@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -48,7 +49,17 @@ func TestOverviewFlagsUnservedQueues(t *testing.T) {
 			`<span class="badge badge-unserved" title="due tasks and no live worker">0: unserved</span>`,
 			`<a href="/workers?queue=default">1</a>`)
 
+		// The queue list flags it too.
+		q := newBrowser(t, d).get("/queues").want(t, http.StatusOK)
+		if r := regexpFind(`(?s)(<tr data-queue="orphans">.*?</tr>)`, q.body); !strings.Contains(r, `0: unserved`) {
+			t.Fatalf("the queue list does not flag orphans:\n%s", r)
+		}
+		if r := regexpFind(`(?s)(<tr data-queue="default">.*?</tr>)`, q.body); !strings.Contains(r, `<a href="/workers?queue=default">1</a>`) {
+			t.Fatalf("the queue list does not count default's worker:\n%s", r)
+		}
+
 		registerWorker(t, st, store.Worker{ID: "w2", Queues: []string{"orphans"}})
 		newBrowser(t, d).get("/").want(t, http.StatusOK).lacks(t, `id="unserved-warning"`, `badge-unserved`)
+		newBrowser(t, d).get("/queues").want(t, http.StatusOK).lacks(t, `badge-unserved`)
 	})
 }
