@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
@@ -183,6 +185,7 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 	if f.after != nil && now.Sub(f.afterSince) >= claimHintMaxAge {
 		f.after = nil
 	}
+	cctx, span := f.w.startBatch(cctx, "rota.claim", f.queue, n)
 	tasks, err := cfg.Store.ClaimTasks(cctx, store.ClaimParams{
 		Queue:         f.queue,
 		From:          cfg.ClaimFrom,
@@ -191,6 +194,9 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 		LeaseDuration: cfg.LeaseDuration,
 		After:         f.after,
 	})
+	span.SetAttributes(attribute.Int("rota.claimed", len(tasks)))
+	linkTasks(span, tasks, func(t *store.Task) map[string]string { return t.TraceContext })
+	endBatch(span, err)
 	switch {
 	case err != nil || len(tasks) < n:
 		f.after = nil
