@@ -36,6 +36,11 @@ type taskJSON struct {
 	// LeaseToken is set only in claim answers: it is the worker's proof of ownership,
 	// and anyone who can read tasks must not be able to complete them.
 	LeaseToken *uuid.UUID `json:"lease_token,omitempty"`
+	// Traceparent and Tracestate, in claim answers only, are the W3C trace context of
+	// the call that created the task (absent when it was not traced): a worker's
+	// attempt span continues that trace.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 func taskOut(t *store.Task) taskJSON {
@@ -80,6 +85,7 @@ func claimedTaskOut(t *store.Task) taskJSON {
 	out := taskOut(t)
 	token := t.LeaseToken
 	out.LeaseToken = &token
+	out.Traceparent, out.Tracestate = t.TraceContext["traceparent"], t.TraceContext["tracestate"]
 	return out
 }
 
