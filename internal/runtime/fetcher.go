@@ -194,7 +194,9 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 		LeaseDuration: cfg.LeaseDuration,
 		After:         f.after,
 	})
-	span.SetAttributes(attribute.Int("rota.claimed", len(tasks)))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("rota.claimed", len(tasks)))
+	}
 	linkTasks(span, tasks, func(t *store.Task) map[string]string { return t.TraceContext })
 	endBatch(span, err)
 	switch {

@@ -21,9 +21,9 @@ import (
 // startAttempt starts the attempt's span in the trace the task was created in.
 func (w *Worker) startAttempt(ctx context.Context, t *store.Task) (context.Context, trace.Span) {
 	ctx = tracing.Extract(ctx, t.TraceContext)
-	return w.tracer.Start(ctx, "rota.attempt "+t.Kind,
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(
+	ctx, span := w.tracer.Start(ctx, "rota.attempt "+t.Kind, trace.WithSpanKind(trace.SpanKindConsumer))
+	if span.IsRecording() { // the attributes cost allocations: none when tracing is off
+		span.SetAttributes(
 			attribute.String("messaging.system", "rota"),
 			attribute.String("messaging.operation.type", "process"),
 			attribute.String("messaging.destination.name", t.Queue),
@@ -33,7 +33,9 @@ func (w *Worker) startAttempt(ctx context.Context, t *store.Task) (context.Conte
 			attribute.String("rota.kind", t.Kind),
 			attribute.Int("rota.attempt", t.AttemptCount),
 			attribute.String("rota.worker_id", w.cfg.WorkerID),
-		))
+		)
+	}
+	return ctx, span
 }
 
 // endAttempt ends the attempt's span with the handler's result: an error status for
@@ -51,11 +53,14 @@ func endAttempt(span trace.Span, err error, abandoned bool) {
 
 // startBatch starts the span of one claim or commit statement.
 func (w *Worker) startBatch(ctx context.Context, name, queue string, n int) (context.Context, trace.Span) {
-	attrs := []attribute.KeyValue{attribute.Int("rota.batch.size", n), attribute.String("rota.worker_id", w.cfg.WorkerID)}
-	if queue != "" {
-		attrs = append(attrs, attribute.String("rota.queue", queue))
+	ctx, span := w.tracer.Start(ctx, name)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("rota.batch.size", n), attribute.String("rota.worker_id", w.cfg.WorkerID))
+		if queue != "" {
+			span.SetAttributes(attribute.String("rota.queue", queue))
+		}
 	}
-	return w.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	return ctx, span
 }
 
 // linkTasks links a batch span to the traces of its tasks.

@@ -1,0 +1,156 @@
+package runtime_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/memory"
+	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/pgtest"
+)
+
+// benchTraceparent is the stored trace context of every benchmark task: each attempt
+// continues a trace and each batch span links to one, as in a traced deployment.
+const benchTraceparent = `{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}`
+
+// tracingVariants are the tracer providers the tracing benchmarks compare: off (the
+// no-op provider a process without OTEL_* variables gets) and on (the SDK, sampling
+// everything, its batch span processor exporting to a discard exporter: the cost of
+// making, processing and encoding-free export of every span, not of a collector).
+func tracingVariants() []struct {
+	name string
+	tp   func() (trace.TracerProvider, func())
+} {
+	return []struct {
+		name string
+		tp   func() (trace.TracerProvider, func())
+	}{
+		{"off", func() (trace.TracerProvider, func()) { return noop.NewTracerProvider(), func() {} }},
+		{"on", func() (trace.TracerProvider, func()) {
+			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+			return tp, func() { _ = tp.Shutdown(context.Background()) }
+		}},
+	}
+}
+
+// BenchmarkDrainTracing is BenchmarkDrainPostgres/worker (50,000 noop tasks drained
+// from PostgreSQL per iteration) with tracing off and on; every task carries a stored
+// trace context. Compare off / on in the same run, alternated with -count:
+//
+//	go test -run '^$' -bench 'DrainTracing' -benchtime 3x -count 3 ./internal/runtime/
+func BenchmarkDrainTracing(b *testing.B) {
+	for _, v := range tracingVariants() {
+		b.Run(v.name, func(b *testing.B) {
+			pool := pgtest.NewPoolConns(b, 16)
+			st := postgres.New(pool)
+			defer st.Close()
+			var done atomic.Int64
+			var finished chan struct{}
+			mux := runtime.NewMux()
+			mux.HandleFunc("noop", func(context.Context, *runtime.Job) error {
+				if done.Add(1) == drainBacklog {
+					close(finished)
+				}
+				return nil
+			})
+			var elapsed time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				fillBacklog(b, pool, st)
+				if _, err := pool.Exec(context.Background(), `UPDATE rota.tasks SET trace_context = $1::jsonb`, benchTraceparent); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := pool.Exec(context.Background(), `VACUUM ANALYZE rota.tasks`); err != nil {
+					b.Fatal(err)
+				}
+				done.Store(0)
+				finished = make(chan struct{})
+				tp, shutdown := v.tp()
+				w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, TracerProvider: tp,
+					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				ran := make(chan error, 1)
+				b.StartTimer()
+				start := time.Now()
+				go func() { ran <- w.Run(ctx) }()
+				<-finished
+				waitSucceeded(b, pool)
+				elapsed += time.Since(start)
+				b.StopTimer()
+				cancel()
+				if err := <-ran; err != nil {
+					b.Fatal(err)
+				}
+				shutdown()
+			}
+			b.ReportMetric(float64(drainBacklog*b.N)/elapsed.Seconds(), "tasks/s")
+		})
+	}
+}
+
+// BenchmarkThroughputTracing is BenchmarkThroughput (the whole pipeline on the memory
+// store, where the runtime's own CPU is all there is, so any tracing cost shows at its
+// largest) with tracing off and on.
+//
+//	go test -run '^$' -bench 'ThroughputTracing' -benchtime 200000x -count 3 ./internal/runtime/
+func BenchmarkThroughputTracing(b *testing.B) {
+	trace := map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	for _, v := range tracingVariants() {
+		b.Run(v.name, func(b *testing.B) {
+			s := memory.New()
+			defer s.Close()
+			var done atomic.Int64
+			finished := make(chan struct{})
+			mux := runtime.NewMux()
+			mux.HandleFunc("noop", func(context.Context, *runtime.Job) error {
+				if done.Add(1) == int64(b.N) {
+					close(finished)
+				}
+				return nil
+			})
+			params := make([]store.CreateParams, 0, 1000)
+			for i := 0; i < b.N; i += len(params) {
+				params = params[:0]
+				for j := i; j < min(b.N, i+1000); j++ {
+					params = append(params, store.CreateParams{Kind: "noop", TraceContext: trace})
+				}
+				if _, err := s.CreateTasks(context.Background(), params); err != nil {
+					b.Fatal(err)
+				}
+			}
+			tp, shutdown := v.tp()
+			defer shutdown()
+			w, err := runtime.NewWorker(runtime.Config{Store: s, Mux: mux, TracerProvider: tp,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			b.ResetTimer()
+			start := time.Now()
+			ran := make(chan error, 1)
+			go func() { ran <- w.Run(ctx) }()
+			<-finished
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
+			b.StopTimer()
+			cancel()
+			if err := <-ran; err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
