@@ -19,7 +19,7 @@ import (
 type otlpSpan struct {
 	service, name           string
 	traceID, spanID, parent string
-	links                   []string // trace ids
+	links                   []string // span ids
 	attrs                   map[string]string
 }
 
@@ -55,7 +55,7 @@ func (rc *otlpReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				sp := otlpSpan{service: service, name: s.Name, traceID: hex.EncodeToString(s.TraceId),
 					spanID: hex.EncodeToString(s.SpanId), parent: hex.EncodeToString(s.ParentSpanId), attrs: map[string]string{}}
 				for _, l := range s.Links {
-					sp.links = append(sp.links, hex.EncodeToString(l.TraceId))
+					sp.links = append(sp.links, hex.EncodeToString(l.SpanId))
 				}
 				for _, kv := range s.Attributes {
 					sp.attrs[kv.Key] = kv.GetValue().GetStringValue()
@@ -84,8 +84,8 @@ func (rc *otlpReceiver) find(match func(otlpSpan) bool) (otlpSpan, bool) {
 // TestOneTraceFromPostToHandler: real `rota serve` and `rota worker` processes export
 // to a loopback OTLP receiver; a task created by POST /api/tasks with a traceparent
 // header is handled in that trace: the API's server span is the traceparent's child,
-// the worker's attempt span is the API span's child (same trace id), and the claim and
-// commit statements' spans link to it. The worker's export interval is a minute, so its
+// the worker's attempt span is the API span's child (same trace id), and it links to
+// its claim statement's span, as the commit statement's span links to it. The worker's export interval is a minute, so its
 // spans arrive only through the flush at SIGTERM.
 func TestOneTraceFromPostToHandler(t *testing.T) {
 	dbURL, _ := newDB(t)
@@ -155,12 +155,18 @@ func TestOneTraceFromPostToHandler(t *testing.T) {
 	if attempt.attrs["rota.task.id"] != taskID || attempt.attrs["rota.queue"] != "default" || attempt.attrs["rota.kind"] != "noop" {
 		t.Errorf("attempt span attributes %v, want task %s", attempt.attrs, taskID)
 	}
-	for _, name := range []string{"rota.claim", "rota.commit"} {
-		if _, ok := rc.find(func(s otlpSpan) bool {
-			return s.name == name && s.service == "rota-worker" && strings.Contains(strings.Join(s.links, ","), traceID)
-		}); !ok {
-			t.Errorf("no %s span of the worker linked to trace %s", name, traceID)
-		}
+	// The claim and commit statements serve many tasks: each is a trace of its own,
+	// linked with the attempt (the attempt links to its claim, the commit to the attempt).
+	if len(attempt.links) != 1 {
+		t.Fatalf("attempt span links %v, want its claim's span", attempt.links)
+	}
+	if _, ok := rc.find(func(s otlpSpan) bool { return s.name == "rota.claim" && s.spanID == attempt.links[0] }); !ok {
+		t.Errorf("the attempt links to %s, which is no exported rota.claim span", attempt.links[0])
+	}
+	if _, ok := rc.find(func(s otlpSpan) bool {
+		return s.name == "rota.commit" && s.service == "rota-worker" && strings.Contains(strings.Join(s.links, ","), attempt.spanID)
+	}); !ok {
+		t.Errorf("no rota.commit span links to the attempt span %s", attempt.spanID)
 	}
 }
 

@@ -159,7 +159,7 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 	for failures := 1; ; failures++ {
 		cctx, cancel := context.WithTimeout(storeCtx, w.cfg.LeaseDuration)
 		cctx, span := w.startBatch(cctx, "rota.commit", "", len(outcomes))
-		linkTasks(span, batch, func(p pendingOutcome) map[string]string { return p.e.task.TraceContext })
+		linkAttempts(span, batch)
 		start := time.Now()
 		results, err := w.cfg.Store.RecordOutcomes(cctx, outcomes)
 		endBatch(span, err)

@@ -28,7 +28,7 @@ type executor struct {
 func (x *executor) start(d Delivery) {
 	ctx, cancel := context.WithCancelCause(x.base)
 	lastBeat := leaseStart(d.Task, x.w.cfg.Now(), x.w.cfg.LeaseDuration)
-	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel}
+	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel, claim: d.claimSpan}
 	e.lastBeat.Store(lastBeat.UnixNano())
 	x.w.counters.claimed.Add(1)
 	x.w.cfg.Observer.TaskClaimed(d.Task)
@@ -66,7 +66,8 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 	entry, ok := w.cfg.Mux.lookup(t.Kind)
 
 	var err error
-	sctx, span := w.startAttempt(ctx, t)
+	sctx, span := w.startAttempt(ctx, e)
+	e.span = span.SpanContext()
 	if !ok {
 		w.counters.noHandler.Add(1)
 		err = noHandlerError(t.Kind)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
@@ -33,6 +34,9 @@ type fetcher struct {
 	// idleTurn holds one token: with a Source, the loop holding it is the only one of
 	// this queue that waits for work while the queue is idle (source.go).
 	idleTurn chan struct{}
+	// claimSpan is the span of the last claim (poll mode), which its tasks' attempt
+	// spans link to.
+	claimSpan trace.SpanContext
 
 	// after is the claim hint (store.ClaimParams.After): the last task of the previous
 	// claim while claims come back full, so that a drain does not walk the index entries
@@ -115,7 +119,7 @@ func (f *fetcher) run(ctx context.Context) {
 		failures = 0
 		f.w.capacity.release(f.queue, n-len(tasks))
 		for _, t := range tasks {
-			f.w.executor.start(Delivery{Task: t})
+			f.w.executor.start(Delivery{Task: t, claimSpan: f.claimSpan})
 		}
 		backlog = len(tasks) == n
 	}
@@ -197,7 +201,7 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("rota.claimed", len(tasks)))
 	}
-	linkTasks(span, tasks, func(t *store.Task) map[string]string { return t.TraceContext })
+	f.claimSpan = span.SpanContext()
 	endBatch(span, err)
 	switch {
 	case err != nil || len(tasks) < n:

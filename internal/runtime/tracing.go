@@ -8,31 +8,33 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/tracing"
 )
 
 // The worker's spans (issue 15): one per handler attempt, a child of the span that
 // created the task (its stored trace context), and one per claim and per commit
-// statement, each linked to the traces of the tasks it carried. With the no-op tracer
-// provider (tracing off) none records, and the links, which cost a parse per task,
-// are not even built.
+// statement, each the root of a trace of its own (a batch serves many traces): an
+// attempt span links to its claim's span, a commit span to the attempt spans whose
+// outcomes it wrote. With the no-op tracer provider (tracing off) none records, and
+// neither attributes nor links are built.
 
-// startAttempt starts the attempt's span in the trace the task was created in.
-func (w *Worker) startAttempt(ctx context.Context, t *store.Task) (context.Context, trace.Span) {
+// startAttempt starts the attempt's span in the trace the task was created in, linked
+// to the span of the claim that brought it.
+func (w *Worker) startAttempt(ctx context.Context, e *inflight) (context.Context, trace.Span) {
+	t := e.task
 	ctx = tracing.Extract(ctx, t.TraceContext)
-	ctx, span := w.tracer.Start(ctx, "rota.attempt "+t.Kind, trace.WithSpanKind(trace.SpanKindConsumer))
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+	if e.claim.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: e.claim}))
+	}
+	ctx, span := w.tracer.Start(ctx, "rota.attempt "+t.Kind, opts...)
 	if span.IsRecording() { // the attributes cost allocations: none when tracing is off
 		span.SetAttributes(
 			attribute.String("messaging.system", "rota"),
-			attribute.String("messaging.operation.type", "process"),
-			attribute.String("messaging.destination.name", t.Queue),
-			attribute.String("messaging.message.id", t.ID.String()),
 			attribute.String("rota.task.id", t.ID.String()),
 			attribute.String("rota.queue", t.Queue),
 			attribute.String("rota.kind", t.Kind),
 			attribute.Int("rota.attempt", t.AttemptCount),
-			attribute.String("rota.worker_id", w.cfg.WorkerID),
 		)
 	}
 	return ctx, span
@@ -63,14 +65,14 @@ func (w *Worker) startBatch(ctx context.Context, name, queue string, n int) (con
 	return ctx, span
 }
 
-// linkTasks links a batch span to the traces of its tasks.
-func linkTasks[T any](span trace.Span, items []T, traceOf func(T) map[string]string) {
+// linkAttempts links a commit span to the attempt spans whose outcomes it writes.
+func linkAttempts(span trace.Span, batch []pendingOutcome) {
 	if !span.IsRecording() {
 		return
 	}
-	for _, it := range items {
-		if l, ok := tracing.Link(traceOf(it)); ok {
-			span.AddLink(l)
+	for _, p := range batch {
+		if p.e.span.IsValid() {
+			span.AddLink(trace.Link{SpanContext: p.e.span})
 		}
 	}
 }

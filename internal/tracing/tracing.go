@@ -111,13 +111,3 @@ func Extract(ctx context.Context, c map[string]string) context.Context {
 	}
 	return Propagator.Extract(ctx, propagation.MapCarrier(c))
 }
-
-// Link is a link to the span a stored trace context names (a batch span's link to each
-// task's trace); ok is false when c holds none.
-func Link(c map[string]string) (trace.Link, bool) {
-	sc := trace.SpanContextFromContext(Extract(context.Background(), c))
-	if !sc.IsValid() {
-		return trace.Link{}, false
-	}
-	return trace.Link{SpanContext: sc}, true
-}
