@@ -18,17 +18,19 @@ import (
 // outcomes it wrote. With the no-op tracer provider (tracing off) none records, and
 // neither attributes nor links are built.
 
+// consumerSpan is the attempt span's kind, made once (an option per call allocates).
+var consumerSpan = trace.WithSpanKind(trace.SpanKindConsumer)
+
 // startAttempt starts the attempt's span in the trace the task was created in, linked
 // to the span of the claim that brought it.
 func (w *Worker) startAttempt(ctx context.Context, e *inflight) (context.Context, trace.Span) {
 	t := e.task
 	ctx = tracing.Extract(ctx, t.TraceContext)
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
-	if e.claim.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: e.claim}))
-	}
-	ctx, span := w.tracer.Start(ctx, "rota.attempt "+t.Kind, opts...)
-	if span.IsRecording() { // the attributes cost allocations: none when tracing is off
+	ctx, span := w.tracer.Start(ctx, "rota.attempt "+t.Kind, consumerSpan)
+	if span.IsRecording() { // attributes and links cost allocations: none when tracing is off
+		if e.claim.IsValid() {
+			span.AddLink(trace.Link{SpanContext: e.claim})
+		}
 		span.SetAttributes(
 			attribute.String("messaging.system", "rota"),
 			attribute.String("rota.task.id", t.ID.String()),
