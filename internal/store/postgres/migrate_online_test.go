@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,13 +198,19 @@ func TestInterruptedConcurrentIndexIsRebuilt(t *testing.T) {
 	if _, err := postgres.MigrateUp(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.MigrateDown(ctx, pool, 1); err != nil { // 0010 and its indexes go
+	// 0010 and its indexes go, with every later migration.
+	migs, err := postgres.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	since0010 := len(slices.DeleteFunc(migs, func(m postgres.Migration) bool { return m.Version < 10 }))
+	if _, err := postgres.MigrateDown(ctx, pool, since0010); err != nil {
 		t.Fatal(err)
 	}
 	exec(t, pool, `INSERT INTO rota.tasks (id, queue, kind) SELECT gen_random_uuid(), 'q', 'k' FROM generate_series(1, 10)`)
 	// An interrupted build: a unique index that fails on the duplicates leaves an
 	// invalid index of the name 0010 creates.
-	_, err := pool.Exec(ctx, `CREATE UNIQUE INDEX CONCURRENTLY tasks_list ON rota.tasks (queue)`)
+	_, err = pool.Exec(ctx, `CREATE UNIQUE INDEX CONCURRENTLY tasks_list ON rota.tasks (queue)`)
 	if err == nil {
 		t.Fatal("the failing build succeeded")
 	}
