@@ -70,6 +70,13 @@ func TestAPISpanIsTheTasksParent(t *testing.T) {
 		c := newClient(t, Config{Store: st, TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))})
 		c.postTraced("/api/tasks", `{"kind":"k"}`, testTraceparent).want(t, http.StatusCreated, nil)
 		claimed := c.claimOne("default")
+		c.do("GET", "/healthz", nil).want(t, http.StatusOK, nil)
+		c.do("GET", "/metrics", nil).want(t, http.StatusOK, nil)
+		for _, s := range rec.Ended() {
+			if !strings.HasPrefix(s.Name(), "POST /api/") {
+				t.Errorf("span %q: probes and scrapes make no spans", s.Name())
+			}
+		}
 
 		var create sdktrace.ReadOnlySpan
 		for _, s := range rec.Ended() {
