@@ -13,6 +13,7 @@ import (
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/memory"
 	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/tracing"
 )
 
 // Client enqueues and inspects tasks, and creates workers that run them. It is safe for
@@ -117,6 +118,7 @@ func (c *Client) EnqueueWithResult(ctx context.Context, p EnqueueParams) (Enqueu
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue: %w", err)
 	}
+	cp.TraceContext = tracing.Inject(ctx)
 	res, err := c.store.CreateTasks(ctx, []store.CreateParams{cp})
 	if err != nil {
 		return EnqueueResult{}, fmt.Errorf("enqueue: %w", err)
@@ -138,7 +140,7 @@ func (c *Client) EnqueueMany(ctx context.Context, params []EnqueueParams) ([]*Ta
 	if len(cps) == 0 {
 		return []*Task{}, nil
 	}
-	res, err := c.store.CreateTasks(ctx, cps)
+	res, err := c.store.CreateTasks(ctx, traced(ctx, cps))
 	if err != nil {
 		return nil, fmt.Errorf("enqueue many: %w", err)
 	}
@@ -165,11 +167,22 @@ func (c *Client) EnqueueTx(ctx context.Context, tx pgx.Tx, params ...EnqueuePara
 	if len(cps) == 0 {
 		return []*Task{}, nil
 	}
-	res, err := c.txCreator.CreateTasksTx(ctx, tx, cps)
+	res, err := c.txCreator.CreateTasksTx(ctx, tx, traced(ctx, cps))
 	if err != nil {
 		return nil, fmt.Errorf("enqueue tx: %w", err)
 	}
 	return tasksOf(res, len(cps))
+}
+
+// traced gives every task the trace context of ctx's span (none when ctx holds no
+// span), which the attempt that runs the task continues.
+func traced(ctx context.Context, cps []store.CreateParams) []store.CreateParams {
+	if trace := tracing.Inject(ctx); trace != nil {
+		for i := range cps {
+			cps[i].TraceContext = trace
+		}
+	}
+	return cps
 }
 
 func tasksOf(res []store.CreateResult, want int) ([]*Task, error) {

@@ -50,6 +50,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, "rota-dev", logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	st := memory.New()
 	defer st.Close()

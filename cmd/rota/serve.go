@@ -158,6 +158,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, "rota-serve", logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	pool, st, err := db.open(ctx, serveBaseConns, logger)
 	if err != nil {

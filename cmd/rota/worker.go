@@ -75,6 +75,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	stopTracing, err := startTracing(ctx, "rota-worker", logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 
 	pool, st, err := db.open(ctx, workerDefaultConns(len(queueLimits), *mode == "sqs"), logger)
 	if err != nil {

@@ -39,6 +39,11 @@ type taskJSON struct {
 	// Warnings is set only in create answers (DESIGN.md section 12): the task was
 	// created, but no live worker may run it yet.
 	Warnings []string `json:"warnings,omitempty"`
+	// Traceparent and Tracestate, in claim answers only, are the W3C trace context of
+	// the call that created the task (absent when it was not traced): a worker's
+	// attempt span continues that trace.
+	Traceparent string `json:"traceparent,omitempty"`
+	Tracestate  string `json:"tracestate,omitempty"`
 }
 
 func taskOut(t *store.Task) taskJSON {
@@ -83,6 +88,7 @@ func claimedTaskOut(t *store.Task) taskJSON {
 	out := taskOut(t)
 	token := t.LeaseToken
 	out.LeaseToken = &token
+	out.Traceparent, out.Tracestate = t.TraceContext["traceparent"], t.TraceContext["tracestate"]
 	return out
 }
 

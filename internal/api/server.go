@@ -22,12 +22,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rotaqueue/rota/internal/authlimit"
 	"github.com/rotaqueue/rota/internal/browserguard"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/statscache"
+	"github.com/rotaqueue/rota/internal/tracing"
 	"github.com/rotaqueue/rota/internal/validate"
 	"github.com/rotaqueue/rota/internal/workers"
 )
@@ -71,6 +75,11 @@ type Config struct {
 	// Logger receives the details of internal errors (which clients only see as
 	// "internal") and of wake-up subscription failures. Default: slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider makes a server span per API request (otelhttp), the child of the
+	// request's traceparent header; the tasks a request creates store that span's
+	// context (or, with a no-op provider, the header's). Default: otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
 
 	// BackoffBase and BackoffMax shape the full-jitter exponential backoff the server
 	// applies when a worker reports a retryable failure without retry_after_seconds.
@@ -133,6 +142,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.MetricsHandler == nil {
 		cfg.MetricsHandler = promhttp.Handler()
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -282,11 +294,23 @@ func (s *Server) handle(method, pattern string, h apiHandler) {
 }
 
 func (s *Server) route(method, pattern string, h http.Handler) {
+	if strings.HasPrefix(pattern, "/api/") { // probes and scrapes make no traces
+		h = s.traced(method+" "+pattern, h)
+	}
 	s.mux.Handle(method+" "+pattern, h)
 	s.routes = append(s.routes, Route{Method: method, Pattern: pattern})
 	if !slices.Contains(s.methods, method) {
 		s.methods = append(s.methods, method)
 	}
+}
+
+// traced wraps a route in a server span named after it, continuing the request's W3C
+// traceparent. Routes are wrapped, not ServeHTTP: refused requests (auth, browser
+// guard, no route) make no span.
+func (s *Server) traced(name string, h http.Handler) http.Handler {
+	return otelhttp.NewHandler(h, name,
+		otelhttp.WithTracerProvider(s.cfg.TracerProvider),
+		otelhttp.WithPropagators(tracing.Propagator))
 }
 
 // ServeHTTP hands the dashboard its paths, applies browserguard's checks, authenticates

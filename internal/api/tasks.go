@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/tracing"
 )
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
@@ -23,6 +24,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	p.TraceContext = tracing.Inject(r.Context()) // the request's span (traced)
 	res, err := s.cfg.Store.CreateTasks(r.Context(), []store.CreateParams{p})
 	if err != nil {
 		return err
@@ -51,6 +53,10 @@ func (s *Server) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
 	params, err := decodeCreateBatch(body)
 	if err != nil {
 		return err
+	}
+	trace := tracing.Inject(r.Context()) // the request's span (traced)
+	for i := range params {
+		params[i].TraceContext = trace
 	}
 	res, err := s.cfg.Store.CreateTasks(r.Context(), params)
 	if err != nil {

@@ -158,8 +158,11 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 	}
 	for failures := 1; ; failures++ {
 		cctx, cancel := context.WithTimeout(storeCtx, w.cfg.LeaseDuration)
+		cctx, span := w.startBatch(cctx, "rota.commit", "", len(outcomes))
+		linkAttempts(span, batch)
 		start := time.Now()
 		results, err := w.cfg.Store.RecordOutcomes(cctx, outcomes)
+		endBatch(span, err)
 		w.cfg.Observer.CommitDone(len(outcomes), time.Since(start), err)
 		cancel()
 		if err == nil {

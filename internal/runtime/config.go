@@ -9,6 +9,9 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/validate"
 )
@@ -113,6 +116,11 @@ type Config struct {
 	// Observer receives the worker's events, for metrics. Default: NopObserver.
 	Observer Observer
 
+	// TracerProvider makes the worker's spans: one per attempt (continuing the trace
+	// the task was created in), claim and commit. Default: otel.GetTracerProvider(),
+	// a no-op one unless the process set one up (internal/tracing).
+	TracerProvider trace.TracerProvider
+
 	// Logger receives the worker's logs, with keys worker_id, task_id, queue, kind and
 	// attempt. Default: slog.Default().
 	Logger *slog.Logger
@@ -181,6 +189,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = NopObserver{}
+	}
+	if cfg.TracerProvider == nil {
+		cfg.TracerProvider = otel.GetTracerProvider()
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {

@@ -28,7 +28,7 @@ type executor struct {
 func (x *executor) start(d Delivery) {
 	ctx, cancel := context.WithCancelCause(x.base)
 	lastBeat := leaseStart(d.Task, x.w.cfg.Now(), x.w.cfg.LeaseDuration)
-	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel}
+	e := &inflight{task: d.Task, receipt: d.Receipt, cancel: cancel, claim: d.claimSpan}
 	e.lastBeat.Store(lastBeat.UnixNano())
 	x.w.counters.claimed.Add(1)
 	x.w.cfg.Observer.TaskClaimed(d.Task)
@@ -66,18 +66,21 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 	entry, ok := w.cfg.Mux.lookup(t.Kind)
 
 	var err error
+	sctx, span := w.startAttempt(ctx, e)
+	e.span = span.SpanContext()
 	if !ok {
 		w.counters.noHandler.Add(1)
 		err = noHandlerError(t.Kind)
+		endAttempt(span, err, false)
 	} else {
 		timeout := cmp.Or(entry.opts.timeout, w.cfg.DefaultTimeout)
 		if t.TimeoutSeconds > 0 {
 			timeout = time.Duration(t.TimeoutSeconds) * time.Second
 		}
-		actx := ctx
+		actx := sctx // ctx with the attempt's span, for the handler's own spans
 		if timeout > 0 {
 			var cancel context.CancelFunc
-			actx, cancel = context.WithTimeoutCause(ctx, timeout, &timeoutError{d: timeout})
+			actx, cancel = context.WithTimeoutCause(sctx, timeout, &timeoutError{d: timeout})
 			defer cancel()
 		}
 		w.counters.running.Add(1)
@@ -86,9 +89,11 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 		abandoned, err = x.callWatched(actx, e, entry.wrapped, start)
 		w.counters.running.Add(-1)
 		if abandoned {
+			endAttempt(span, err, true)
 			return // the lease will expire; the deferred calls free the slot
 		}
 		err = explain(actx, err)
+		endAttempt(span, err, false)
 		w.cfg.Observer.HandlerDone(t, time.Since(start), err)
 	}
 	e.finished.Store(true)

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
@@ -31,6 +34,9 @@ type fetcher struct {
 	// idleTurn holds one token: with a Source, the loop holding it is the only one of
 	// this queue that waits for work while the queue is idle (source.go).
 	idleTurn chan struct{}
+	// claimSpan is the span of the last claim (poll mode), which its tasks' attempt
+	// spans link to.
+	claimSpan trace.SpanContext
 
 	// after is the claim hint (store.ClaimParams.After): the last task of the previous
 	// claim while claims come back full, so that a drain does not walk the index entries
@@ -113,7 +119,7 @@ func (f *fetcher) run(ctx context.Context) {
 		failures = 0
 		f.w.capacity.release(f.queue, n-len(tasks))
 		for _, t := range tasks {
-			f.w.executor.start(Delivery{Task: t})
+			f.w.executor.start(Delivery{Task: t, claimSpan: f.claimSpan})
 		}
 		backlog = len(tasks) == n
 	}
@@ -183,6 +189,7 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 	if f.after != nil && now.Sub(f.afterSince) >= claimHintMaxAge {
 		f.after = nil
 	}
+	cctx, span := f.w.startBatch(cctx, "rota.claim", f.queue, n)
 	tasks, err := cfg.Store.ClaimTasks(cctx, store.ClaimParams{
 		Queue:         f.queue,
 		From:          cfg.ClaimFrom,
@@ -191,6 +198,11 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 		LeaseDuration: cfg.LeaseDuration,
 		After:         f.after,
 	})
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("rota.claimed", len(tasks)))
+	}
+	f.claimSpan = span.SpanContext()
+	endBatch(span, err)
 	switch {
 	case err != nil || len(tasks) < n:
 		f.after = nil

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/rotaqueue/rota/internal/store"
 )
@@ -17,6 +18,8 @@ type inflight struct {
 	task    *store.Task
 	receipt any                     // the Source's handle on the delivery (nil in poll mode)
 	cancel  context.CancelCauseFunc // cancels the handler's context
+	span    trace.SpanContext       // the attempt's span, which the commit span links to
+	claim   trace.SpanContext       // the claim's span, which the attempt span links to
 
 	// lastBeat is the lease's start (leaseStart) or the start of its last successful
 	// heartbeat, in Unix nanoseconds: the heartbeat loop and an outage's recovery beat.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/rotaqueue/rota/internal/store"
 )
 
@@ -40,6 +42,8 @@ type Source interface {
 type Delivery struct {
 	Task    *store.Task
 	Receipt any // the source's own: an SQS receipt handle, say
+
+	claimSpan trace.SpanContext // the poll-mode claim's span, linked from the attempt's
 }
 
 // Settled is a delivery whose outcome the store has settled.

@@ -23,6 +23,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/rotaqueue/rota/internal/tracing"
 )
 
 // Worker claims and runs tasks until Run's context ends.
@@ -31,6 +35,7 @@ type Worker struct {
 	log      *slog.Logger
 	counters counters
 	ran      atomic.Bool
+	tracer   trace.Tracer
 
 	stopRun context.CancelCauseFunc // ends Run early with a fatal error (see fail)
 
@@ -64,6 +69,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	w := &Worker{
 		cfg:      cfg,
 		log:      cfg.Logger.With("worker_id", cfg.WorkerID),
+		tracer:   cfg.TracerProvider.Tracer(tracing.Name),
 		capacity: newCapacity(cfg.Concurrency, limits),
 		registry: newRegistry(),
 		cancels:  newRecentCancels(cfg.LeaseDuration),

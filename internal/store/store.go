@@ -68,6 +68,9 @@ type Task struct {
 	MaxAttempts    int
 	IdempotencyKey string // "" when none
 	TimeoutSeconds int    // per-attempt handler timeout; 0 = the worker's default for the kind
+	// TraceContext is CreateParams.TraceContext, set by ClaimTasks (other reads may
+	// leave it nil).
+	TraceContext map[string]string
 
 	WorkerID       string     // "" when never claimed
 	LeaseToken     uuid.UUID  // uuid.Nil unless PROCESSING
@@ -151,6 +154,11 @@ type CreateParams struct {
 	MaxAttempts    int // 0 = DefaultMaxAttempts
 	IdempotencyKey string
 	TimeoutSeconds int
+	// TraceContext is the W3C trace context of the creating call, as a propagation
+	// carrier ("traceparent", optionally "tracestate"); nil when it was not traced.
+	// Stored with the task and returned by ClaimTasks so that the attempt continues
+	// the trace (internal/tracing).
+	TraceContext map[string]string
 }
 
 // CreateResult is the task a create produced, or the existing task its idempotency key

@@ -172,8 +172,27 @@ func (p *CreateParams) Normalize() error {
 	if p.TimeoutSeconds < 0 || p.TimeoutSeconds > MaxTimeoutSeconds {
 		return fmt.Errorf("%w: timeout_seconds must be between 0 and %d, got %d", ErrInvalid, MaxTimeoutSeconds, p.TimeoutSeconds)
 	}
+	if err := checkTraceContext(p.TraceContext); err != nil {
+		return err
+	}
 	if p.ID == uuid.Nil {
 		p.ID = NewID()
+	}
+	return nil
+}
+
+// MaxTraceContextBytes bounds a task's stored trace context (W3C allows a 55-byte
+// traceparent and a tracestate of 32 entries; 1 KiB holds them with room to spare).
+const MaxTraceContextBytes = 1024
+
+// checkTraceContext refuses a trace context that is too large to store with a task.
+func checkTraceContext(c map[string]string) error {
+	n := 0
+	for k, v := range c {
+		n += len(k) + len(v)
+	}
+	if n > MaxTraceContextBytes {
+		return fmt.Errorf("%w: trace context is %d bytes, more than the %d allowed", ErrInvalid, n, MaxTraceContextBytes)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -323,6 +324,7 @@ func (s *Store) CreateTasks(ctx context.Context, params []store.CreateParams) ([
 				MaxAttempts:    p.MaxAttempts,
 				IdempotencyKey: p.IdempotencyKey,
 				TimeoutSeconds: p.TimeoutSeconds,
+				TraceContext:   maps.Clone(p.TraceContext),
 				CreatedAt:      now,
 				UpdatedAt:      now,
 			}}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -62,11 +63,40 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 		rows, err = s.pool.Query(ctx, sql, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration,
 			afterLevel, afterAt, afterID)
 	}
-	tasks, err := collectTasks(rows, err)
+	tasks, err := collectClaimedTasks(rows, err)
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
 	return tasks, nil
+}
+
+// collectClaimedTasks reads the rows of a claim: a task and its trace context.
+func collectClaimedTasks(rows pgx.Rows, err error) ([]*store.Task, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Task, error) {
+		var s taskScan
+		var trace []byte
+		if err := row.Scan(append(s.dest(), &trace)...); err != nil {
+			return nil, err
+		}
+		t := s.result()
+		if trace != nil {
+			if err := json.Unmarshal(trace, &t.TraceContext); err != nil {
+				return nil, fmt.Errorf("task %s: trace context: %w", t.ID, err)
+			}
+		}
+		return t, nil
+	})
+}
+
+// traceContextJSON is a trace context as a jsonb argument, nil (NULL) when empty.
+func traceContextJSON(c map[string]string) ([]byte, error) {
+	if len(c) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(c)
 }
 
 // Heartbeat extends a lease, fenced by its token.

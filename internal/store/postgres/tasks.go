@@ -73,9 +73,11 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 		maxes     = make([]int32, n)
 		keys      = make([]string, n)
 		timeouts  = make([]int32, n)
-		delays    = make([]int64, n) // microseconds
+		delays    = make([]int64, n)  // microseconds
+		traces    = make([][]byte, n) // jsonb; nil = NULL
 		byID      = make(map[uuid.UUID]int, n)
 	)
+	var err error
 	for k, i := range send {
 		p := &ps[i]
 		ids[k], queues[k], kinds[k], payloads[k] = p.ID, p.Queue, p.Kind, p.Payload
@@ -83,10 +85,13 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 		schedules[k] = pgtype.Timestamptz{Time: p.ScheduledFor, Valid: !p.ScheduledFor.IsZero()}
 		delays[k] = p.Delay.Microseconds()
 		keys[k] = p.IdempotencyKey
+		if traces[k], err = traceContextJSON(p.TraceContext); err != nil {
+			return nil, fmt.Errorf("create tasks: %w", err)
+		}
 		byID[p.ID] = i
 	}
 	rows, err := q.Query(ctx, sqlCreateTasks, ids, queues, kinds, payloads, prios,
-		schedules, maxes, keys, timeouts, delays)
+		schedules, maxes, keys, timeouts, delays, traces)
 	if err != nil {
 		return nil, translate("create tasks", err)
 	}

@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +26,44 @@ var claimTests = []testCase{
 	{"TaskIDsRestriction", testClaimTaskIDs},
 	{"FreshLeaseTokenEachClaim", testClaimFreshTokens},
 	{"InvalidParams", testClaimInvalid},
+	{"ReturnsTraceContext", testClaimTraceContext},
+}
+
+// testClaimTraceContext: the creating call's trace context comes back with the claim,
+// by queue and by id, so the attempt continues the enqueuer's trace (issue 15).
+func testClaimTraceContext(t *testing.T, s store.Store) {
+	trace := map[string]string{
+		"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+		"tracestate":  "rojo=00f067aa0ba902b7",
+	}
+	traced := createOne(t, s, store.CreateParams{Kind: "k", TraceContext: trace})
+	createOne(t, s, store.CreateParams{Kind: "k"}) // not traced
+	byID := createOne(t, s, store.CreateParams{Kind: "k", Queue: "q2", TraceContext: trace})
+
+	got := claim(t, s, claimParams("default", 10))
+	if len(got) != 2 {
+		t.Fatalf("claimed %d tasks, want 2", len(got))
+	}
+	for _, task := range got {
+		want := map[string]string(nil)
+		if task.ID == traced.ID {
+			want = trace
+		}
+		if !maps.Equal(task.TraceContext, want) || (want == nil) != (task.TraceContext == nil) {
+			t.Errorf("task %s (traced %v): trace context %v, want %v", task.ID, task.ID == traced.ID, task.TraceContext, want)
+		}
+	}
+	p := claimParams("q2", 10)
+	p.TaskIDs = []uuid.UUID{byID.ID}
+	if got := claim(t, s, p); len(got) != 1 || !maps.Equal(got[0].TraceContext, trace) {
+		t.Fatalf("claim by id: %d tasks, trace context %v", len(got), got)
+	}
+
+	huge := map[string]string{"traceparent": trace["traceparent"], "tracestate": strings.Repeat("a", store.MaxTraceContextBytes)}
+	_, err := s.CreateTasks(t.Context(), []store.CreateParams{{Kind: "k", TraceContext: huge}})
+	if !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("create with a %d-byte trace context: %v, want ErrInvalid", store.MaxTraceContextBytes, err)
+	}
 }
 
 func testClaimSetsLease(t *testing.T, s store.Store) {

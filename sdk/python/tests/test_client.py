@@ -93,6 +93,21 @@ class ClientTest(IntegrationTest):
         self.assertEqual(self.client.claim(self.queue, "py-by-hand", wait_seconds=0.2), [])
         wait_status(self.client, t.id, "SUCCEEDED")
 
+    def test_traceparent_reaches_the_claim(self) -> None:
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        one = self.client.enqueue("x", queue=self.queue, traceparent=tp, tracestate="rojo=1")
+        many = self.client.enqueue_many([{"kind": "x", "queue": self.queue}], traceparent=tp)
+        plain = self.client.enqueue("x", queue=self.queue)
+        claimed = {c.id: c for c in self.client.claim(self.queue, "py-traced", limit=10)}
+        self.assertEqual(len(claimed), 3)
+        # The server stores its request span's context (same trace) or, untraced, the header.
+        for t in (one, many[0]):
+            self.assertEqual(claimed[t.id].traceparent.split("-")[1], "4bf92f3577b34da6a3ce929d0e0e4736")
+        self.assertEqual(claimed[one.id].tracestate, "rojo=1")
+        self.assertEqual(claimed[plain.id].traceparent, "")
+        c = claimed[one.id]
+        self.assertEqual(self.client.complete(c.id, c.lease_token, traceparent=c.traceparent).status, "SUCCEEDED")
+
     def test_token_is_sent(self) -> None:
         if not self.client.token:
             self.skipTest("the server under test runs without a token")

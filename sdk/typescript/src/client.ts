@@ -29,6 +29,14 @@ export interface ClientOptions {
 export interface CallOptions {
   /** Aborts the request; the call then rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * A W3C trace context, sent as the `traceparent` header: tasks created by the call
+   * store it and their attempt continues the trace; the worker sends a claimed task's
+   * back with heartbeat, complete and fail.
+   */
+  traceparent?: string;
+  /** Sent as the `tracestate` header along with traceparent. */
+  tracestate?: string;
 }
 
 export const DEFAULT_SERVER = "http://127.0.0.1:8080";
@@ -155,11 +163,15 @@ export class Client {
   async #call<T>(
     method: string,
     path: string,
-    opts: { body?: unknown; signal?: AbortSignal; extraTimeoutMs?: number } = {},
+    opts: { body?: unknown; extraTimeoutMs?: number } & CallOptions = {},
   ): Promise<T> {
     const headers: Record<string, string> = { Accept: "application/json" };
     if (opts.body !== undefined) headers["Content-Type"] = "application/json";
     if (this.#token) headers.Authorization = `Bearer ${this.#token}`;
+    if (opts.traceparent) {
+      headers.traceparent = opts.traceparent; // W3C Trace Context, passed through as is
+      if (opts.tracestate) headers.tracestate = opts.tracestate;
+    }
 
     // One controller for both the caller's signal and the time limit (AbortSignal.any
     // needs Node 20.3).

@@ -39,6 +39,9 @@ export interface Task<P = unknown> {
 /** A task as a claim returns it: with the lease token every outcome must carry. */
 export interface ClaimedTask<P = unknown> extends Task<P> {
   lease_token: string;
+  /** The W3C trace context of the call that created the task; absent when untraced. */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 /** One attempt of a task; the running one is last, with id 0 and outcome null. */

@@ -260,6 +260,7 @@ export class Worker {
       // one waits for it.
       const task = await this.client.heartbeat(job.task.id, job.task.lease_token, this.#leaseSeconds, {
         signal: AbortSignal.timeout(this.#leaseSeconds * 1000),
+        traceparent: job.task.traceparent,
       });
       if (task.cancel_requested_at !== null) {
         job.ctl.abort(new TaskCanceledError("cancel requested"));
@@ -316,8 +317,8 @@ export class Worker {
     for (let attempt = 1; ; attempt++) {
       try {
         const result = fail
-          ? await this.client.fail(task.id, task.lease_token, fail)
-          : await this.client.complete(task.id, task.lease_token);
+          ? await this.client.fail(task.id, task.lease_token, fail, { traceparent: task.traceparent })
+          : await this.client.complete(task.id, task.lease_token, { traceparent: task.traceparent });
         if (kind === "failed" && fail) {
           this.#emit({ type: "failed", task: result, error: fail.error, retryable: fail.retryable !== false });
         } else {

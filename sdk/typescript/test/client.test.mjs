@@ -124,3 +124,19 @@ test("a server that is not there is a network_error", async () => {
   const nowhere = new Client({ baseUrl: "http://127.0.0.1:1", token: "" });
   await assert.rejects(nowhere.get("x"), (err) => err instanceof RotaError && err.code === "network_error" && err.status === 0);
 });
+
+test("a traceparent given to enqueue reaches the worker's claim", async () => {
+  const queue = uniqueQueue("traced");
+  const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const one = await client.enqueue({ kind: "x", queue }, { traceparent, tracestate: "rojo=1" });
+  const [many] = await client.enqueueBatch([{ kind: "x", queue }], { traceparent });
+  const plain = await client.enqueue({ kind: "x", queue });
+  const claimed = new Map((await client.claim(queue, { worker_id: "ts-traced", limit: 10 })).map((t) => [t.id, t]));
+  assert.equal(claimed.size, 3);
+  // The server stores its request span's context (same trace) or, untraced, the header.
+  for (const t of [one, many]) assert.equal(claimed.get(t.id).traceparent.split("-")[1], "4bf92f3577b34da6a3ce929d0e0e4736");
+  assert.equal(claimed.get(one.id).tracestate, "rojo=1");
+  assert.equal(claimed.get(plain.id).traceparent, undefined);
+  const c = claimed.get(one.id);
+  assert.equal((await client.complete(c.id, c.lease_token, { traceparent: c.traceparent })).status, "SUCCEEDED");
+});

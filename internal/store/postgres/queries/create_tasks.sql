@@ -4,7 +4,7 @@
 -- $1..$10 hold one element per task: id, queue, kind, payload, priority, scheduled_for
 -- (NULL = now + delay), max_attempts, idempotency_key ('' = none), timeout_seconds,
 -- delay_us (microseconds; a delay is added to the database's now(), never to a process
--- clock: DESIGN.md section 9). The caller
+-- clock: DESIGN.md section 9), trace_context (NULL = not traced). The caller
 -- removes repeated keys (one statement may not touch a row twice) and sorts the keyed
 -- tasks by key (concurrent batches then lock existing rows in the same order).
 --
@@ -20,14 +20,14 @@
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::int[],
-                $6::timestamptz[], $7::int[], $8::text[], $9::int[], $10::bigint[])
+                $6::timestamptz[], $7::int[], $8::text[], $9::int[], $10::bigint[], $11::jsonb[])
         AS u (id, queue, kind, payload, priority, scheduled_for, max_attempts,
-              idempotency_key, timeout_seconds, delay_us)
+              idempotency_key, timeout_seconds, delay_us, trace_context)
 )
 INSERT INTO rota.tasks AS t (id, queue, kind, payload, priority, scheduled_for,
-                             max_attempts, idempotency_key, timeout_seconds)
+                             max_attempts, idempotency_key, timeout_seconds, trace_context)
 SELECT id, queue, kind, payload, priority, coalesce(scheduled_for, now() + delay_us * interval '1 microsecond'),
-       max_attempts, nullif(idempotency_key, ''), timeout_seconds
+       max_attempts, nullif(idempotency_key, ''), timeout_seconds, trace_context
 FROM input
 ON CONFLICT (idempotency_key)
     WHERE idempotency_key IS NOT NULL AND status NOT IN ('DEAD', 'FAILED', 'CANCELED')

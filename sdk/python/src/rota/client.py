@@ -53,30 +53,43 @@ class Client:
         priority: int | None = None,
         idempotency_key: str | None = None,
         timeout_seconds: int | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
     ) -> Task:
         """Creates one task (``POST /api/tasks``).
 
         With an ``idempotency_key`` that a live task holds, the server returns that task
-        instead of a new one; ``enqueue_status`` tells the two apart.
+        instead of a new one; ``enqueue_status`` tells the two apart. ``traceparent`` (and
+        ``tracestate``), a W3C trace context, is sent as that header: the task's attempt
+        then continues that trace.
         """
         task, _ = self.enqueue_status(NewTask(
             kind=kind, payload=payload, queue=queue, delay_seconds=delay_seconds,
             scheduled_for=scheduled_for, max_attempts=max_attempts, priority=priority,
             idempotency_key=idempotency_key, timeout_seconds=timeout_seconds,
-        ))
+        ), traceparent=traceparent, tracestate=tracestate)
         return task
 
-    def enqueue_status(self, new: NewTask) -> tuple[Task, bool]:
+    def enqueue_status(
+        self, new: NewTask, *, traceparent: str | None = None, tracestate: str | None = None
+    ) -> tuple[Task, bool]:
         """Like ``enqueue``; also returns True when the task is new (201), False for an
         idempotency hit (200)."""
-        status, body = self._call("POST", "/api/tasks", new.to_json())
+        status, body = self._call("POST", "/api/tasks", new.to_json(), trace=(traceparent, tracestate))
         return Task.from_json(body), status == 201
 
-    def enqueue_many(self, tasks: Iterable[NewTask | Mapping[str, Any]]) -> list[Task]:
+    def enqueue_many(
+        self,
+        tasks: Iterable[NewTask | Mapping[str, Any]],
+        *,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+    ) -> list[Task]:
         """Creates 1 to 1,000 tasks in one transaction (``POST /api/tasks/batch``): all or
-        nothing. Items are ``NewTask`` or dicts with the same fields."""
+        nothing. Items are ``NewTask`` or dicts with the same fields. ``traceparent`` as
+        for ``enqueue``, for every task."""
         items = [t.to_json() if isinstance(t, NewTask) else NewTask(**t).to_json() for t in tasks]
-        _, body = self._call("POST", "/api/tasks/batch", {"tasks": items})
+        _, body = self._call("POST", "/api/tasks/batch", {"tasks": items}, trace=(traceparent, tracestate))
         return [Task.from_json(t) for t in body["tasks"]]
 
     def get(self, task_id: str) -> Task:
@@ -155,18 +168,22 @@ class Client:
         _, answer = self._call("POST", f"/api/queues/{_seg(queue)}/claim", body, timeout=self.timeout + wait_seconds)
         return [ClaimedTask.from_json(t) for t in answer["tasks"]]
 
-    def heartbeat(self, task_id: str, lease_token: str, *, lease_seconds: int | None = None) -> Task:
+    def heartbeat(
+        self, task_id: str, lease_token: str, *, lease_seconds: int | None = None, traceparent: str | None = None
+    ) -> Task:
         """Extends the lease. A set ``cancel_requested_at`` in the answer means: stop and
         report ``fail``. RotaError ``lease_lost`` (409): stop and report nothing."""
         body: dict[str, Any] = {"lease_token": lease_token}
         if lease_seconds is not None:
             body["lease_seconds"] = lease_seconds
-        _, answer = self._call("POST", f"/api/tasks/{_seg(task_id)}/heartbeat", body)
+        _, answer = self._call("POST", f"/api/tasks/{_seg(task_id)}/heartbeat", body, trace=(traceparent, None))
         return Task.from_json(answer)
 
-    def complete(self, task_id: str, lease_token: str) -> Task:
-        """Records success (SUCCEEDED). RotaError ``lease_lost`` (409) when the lease is gone."""
-        _, answer = self._call("POST", f"/api/tasks/{_seg(task_id)}/complete", {"lease_token": lease_token})
+    def complete(self, task_id: str, lease_token: str, *, traceparent: str | None = None) -> Task:
+        """Records success (SUCCEEDED). RotaError ``lease_lost`` (409) when the lease is gone.
+        ``traceparent`` (the claimed task's) puts the request in the task's trace."""
+        _, answer = self._call("POST", f"/api/tasks/{_seg(task_id)}/complete", {"lease_token": lease_token},
+                               trace=(traceparent, None))
         return Task.from_json(answer)
 
     def fail(
@@ -177,6 +194,7 @@ class Client:
         *,
         retryable: bool = True,
         retry_after_seconds: float | None = None,
+        traceparent: str | None = None,
     ) -> Task:
         """Records a failed attempt: retried (PENDING after ``retry_after_seconds`` or the
         server's backoff) or DEAD when attempts are used up; FAILED when not retryable;
@@ -185,14 +203,27 @@ class Client:
         body: dict[str, Any] = {"lease_token": lease_token, "error": error or "failed", "retryable": retryable}
         if retry_after_seconds is not None and retryable:
             body["retry_after_seconds"] = retry_after_seconds
-        _, answer = self._call("POST", f"/api/tasks/{_seg(task_id)}/fail", body)
+        _, answer = self._call("POST", f"/api/tasks/{_seg(task_id)}/fail", body, trace=(traceparent, None))
         return Task.from_json(answer)
 
     # --- transport ---------------------------------------------------------------------
 
-    def _call(self, method: str, path: str, body: Any = None, *, timeout: float | None = None) -> tuple[int, Any]:
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        timeout: float | None = None,
+        trace: tuple[str | None, str | None] = (None, None),
+    ) -> tuple[int, Any]:
         data = None
         headers = {"Accept": "application/json"}
+        traceparent, tracestate = trace
+        if traceparent:  # W3C Trace Context, passed through as is
+            headers["traceparent"] = traceparent
+            if tracestate:
+                headers["tracestate"] = tracestate
         if body is not None:
             data = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"

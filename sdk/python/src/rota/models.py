@@ -73,6 +73,11 @@ class ClaimedTask(Task):
     """A task leased by a claim: ``lease_token`` proves the lease to heartbeat, complete and fail."""
 
     lease_token: str = ""
+    #: W3C trace context of the call that created the task ("" when it was not traced):
+    #: the worker sends it back with heartbeat, complete and fail, and a handler may
+    #: continue the trace with it (for example with OpenTelemetry's propagator).
+    traceparent: str = ""
+    tracestate: str = ""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "ClaimedTask":

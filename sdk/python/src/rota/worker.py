@@ -371,7 +371,7 @@ class Worker:
                              task.id, "ok" if err is None else _describe(err))
             return
         if err is None:
-            self._send(att, "complete", lambda: self.client.complete(task.id, task.lease_token))
+            self._send(att, "complete", lambda: self.client.complete(task.id, task.lease_token, traceparent=task.traceparent or None))
             return
         retryable, after = True, None
         message = _describe(err)
@@ -384,7 +384,8 @@ class Worker:
         elif ctx.timed_out:
             message = f"attempt timed out after {task.timeout_seconds}s: {message}"
         self._send(att, "fail", lambda: self.client.fail(task.id, task.lease_token, message,
-                                                          retryable=retryable, retry_after_seconds=after))
+                                                          retryable=retryable, retry_after_seconds=after,
+                                                          traceparent=task.traceparent or None))
 
     def _send(self, att: _Attempt, verb: str, call: Callable[[], Any]) -> None:
         """Reports the outcome, retrying transient errors a few times while the lease lasts."""
@@ -414,7 +415,8 @@ class Worker:
         task, ctx = att.task, att.ctx
         while not att.settled.wait(self.heartbeat_interval):
             try:
-                answer = self.client.heartbeat(task.id, task.lease_token, lease_seconds=self.lease_seconds)
+                answer = self.client.heartbeat(task.id, task.lease_token, lease_seconds=self.lease_seconds,
+                                               traceparent=task.traceparent or None)
             except Exception as exc:  # noqa: BLE001 - keep heartbeating through transient errors
                 err = exc if isinstance(exc, RotaError) else RotaError("client_error", repr(exc))
                 if att.settled.is_set():
