@@ -7,6 +7,7 @@ import type {
   Attempt,
   ClaimRequest,
   ClaimedTask,
+  CreatedTask,
   EnqueueRequest,
   FailRequest,
   ListTasksOptions,
@@ -56,17 +57,20 @@ export class Client {
   }
 
   /** Creates a task: `POST /api/tasks`. An idempotency hit returns the existing task. */
-  async enqueue<P = unknown>(task: EnqueueRequest, opts?: CallOptions): Promise<Task<P>> {
+  async enqueue<P = unknown>(task: EnqueueRequest, opts?: CallOptions): Promise<CreatedTask<P>> {
     return this.#call("POST", "/api/tasks", { body: createBody(task), ...opts });
   }
 
-  /** Creates 1 to 1,000 tasks, all or nothing: `POST /api/tasks/batch`. */
-  async enqueueBatch(tasks: EnqueueRequest[], opts?: CallOptions): Promise<Task[]> {
-    const res = await this.#call<{ tasks: Task[] }>("POST", "/api/tasks/batch", {
+  /**
+   * Creates 1 to 1,000 tasks, all or nothing: `POST /api/tasks/batch`. The batch's
+   * warnings (see CreatedTask) are on every task returned.
+   */
+  async enqueueBatch(tasks: EnqueueRequest[], opts?: CallOptions): Promise<CreatedTask[]> {
+    const res = await this.#call<{ tasks: Task[]; warnings?: string[] }>("POST", "/api/tasks/batch", {
       body: { tasks: tasks.map(createBody) },
       ...opts,
     });
-    return res.tasks;
+    return res.warnings?.length ? res.tasks.map((t) => ({ ...t, warnings: res.warnings })) : res.tasks;
   }
 
   /** `GET /api/tasks/{id}`; a RotaError with status 404 when there is no such task. */

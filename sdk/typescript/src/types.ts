@@ -36,6 +36,14 @@ export interface Task<P = unknown> {
   updated_at: string;
 }
 
+/**
+ * A task as a create returns it. `warnings` is there when the task was created but no
+ * live worker may run it yet (its queue has none, or none handles its kind).
+ */
+export interface CreatedTask<P = unknown> extends Task<P> {
+  warnings?: string[];
+}
+
 /** A task as a claim returns it: with the lease token every outcome must carry. */
 export interface ClaimedTask<P = unknown> extends Task<P> {
   lease_token: string;

@@ -87,10 +87,14 @@ class Client:
     ) -> list[Task]:
         """Creates 1 to 1,000 tasks in one transaction (``POST /api/tasks/batch``): all or
         nothing. Items are ``NewTask`` or dicts with the same fields. ``traceparent`` as
-        for ``enqueue``, for every task."""
+        for ``enqueue``, for every task. The batch's warnings (see ``Task.warnings``) are on
+        every task returned."""
         items = [t.to_json() if isinstance(t, NewTask) else NewTask(**t).to_json() for t in tasks]
         _, body = self._call("POST", "/api/tasks/batch", {"tasks": items}, trace=(traceparent, tracestate))
-        return [Task.from_json(t) for t in body["tasks"]]
+        made = [Task.from_json(t) for t in body["tasks"]]
+        for t in made:
+            t.warnings = list(body.get("warnings") or [])
+        return made
 
     def get(self, task_id: str) -> Task:
         """``GET /api/tasks/{id}``; a missing task raises RotaError ``not_found`` (404)."""

@@ -61,6 +61,10 @@ class Task:
     last_error: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
+    #: Set on what ``enqueue`` returns: the task was created, but no live worker may run it
+    #: yet (its queue has none, or none handles its kind). Not part of the task: equality
+    #: ignores it, and ``get`` never has it.
+    warnings: list[str] = field(default_factory=list, compare=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
