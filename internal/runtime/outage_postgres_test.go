@@ -148,3 +148,68 @@ func TestOutcomesHeldThroughOutageAreWrittenFirstPostgres(t *testing.T) {
 		t.Errorf("worker stats: reaped %d succeeded %d, want 0 and %d", s.Reaped, s.Succeeded, n)
 	}
 }
+
+// pollingSource delivers the queue's due PENDING tasks through the Source seam, claiming
+// them as a poll fetcher would: what an SQS worker's claim does once a message arrives.
+type pollingSource struct{ st store.Store }
+
+func (s pollingSource) Fetch(ctx context.Context, queue string, max int) ([]runtime.Delivery, error) {
+	tasks, err := s.st.ClaimTasks(ctx, store.ClaimParams{Queue: queue, From: store.StatusPending,
+		WorkerID: "source-worker", Limit: max, LeaseDuration: 30 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	if len(tasks) == 0 {
+		select { // a long poll that found nothing
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	out := make([]runtime.Delivery, len(tasks))
+	for i, t := range tasks {
+		out[i] = runtime.Delivery{Task: t}
+	}
+	return out, nil
+}
+
+func (pollingSource) Extend(context.Context, runtime.Delivery, time.Duration) {}
+func (pollingSource) Settle(context.Context, []runtime.Settled)               {}
+
+// TestSourceClaimsResumeAtOnceAfterRestartPostgres: the same for a worker whose tasks
+// come from a Source (SQS mode): claims that failed during the outage are tried again
+// when the database is back, not after the error backoff they had grown to.
+func TestSourceClaimsResumeAtOnceAfterRestartPostgres(t *testing.T) {
+	srv, st := newRestartableStore(t)
+	var firstRun atomic.Int64 // unix nanos of the first handler start after the restart
+	ran := make(chan struct{}, 100)
+	mux := runtime.NewMux()
+	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error {
+		firstRun.CompareAndSwap(0, time.Now().UnixNano())
+		ran <- struct{}{}
+		return nil
+	})
+	cfg := testConfig(t)
+	cfg.Store = st
+	cfg.Source = pollingSource{st}
+	cfg.ClaimFrom = store.StatusEnqueued
+	h := newHarness(t, mux, cfg).start()
+
+	due := time.Now().Add(time.Second)
+	createTasks(t, st, store.CreateParams{Kind: "noop", ScheduledFor: due})
+	srv.Stop()
+	waitUntil(due.Add(5 * time.Second)) // an outage long enough for a 5 s error backoff
+	if n := h.worker.Stats().ClaimErrors; n == 0 {
+		t.Fatal("the worker saw no failed claim during the outage")
+	}
+
+	if err := srv.Launch(); err != nil {
+		t.Fatal(err)
+	}
+	accepting := srv.WaitAccepting(time.Minute)
+	recv(t, "the task to run after the restart", ran)
+	took := time.Duration(firstRun.Load() - accepting.UnixNano())
+	t.Logf("first claim through the source %s after the server accepted connections", took)
+	if took > time.Second {
+		t.Errorf("source claims resumed %s after the database accepted connections, want well under 1s", took)
+	}
+}

@@ -156,8 +156,16 @@ func (f *fetcher) runSource(ctx context.Context) {
 		}
 		failures++
 		w.log.Warn("fetch tasks failed; retrying", "queue", f.queue, "failures", failures, "error", err)
-		if !sleepCtx(ctx, errorBackoff(failures)) {
+		// As the poll fetcher: a database outage's recovery wakes every fetcher
+		// (outage.go), so the backoff only paces retries while the store answers but
+		// fails (or SQS does: then the probe finds the store well and wakes nobody).
+		w.outage.report()
+		woken, alive := f.waitAfterError(ctx, errorBackoff(failures))
+		if !alive {
 			return
+		}
+		if woken {
+			failures = 0
 		}
 	}
 }
