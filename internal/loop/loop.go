@@ -12,7 +12,18 @@ import (
 // Every calls pass soon after start (at a tenth of the interval: a restart after a crash
 // recovers quickly) and then every interval, each wait jittered by ±10%, until ctx ends.
 func Every(ctx context.Context, interval time.Duration, pass func(context.Context)) {
-	t := time.NewTimer(Jitter(interval) / 10)
+	run(ctx, Jitter(interval)/10, interval, pass)
+}
+
+// Repeat calls pass every interval, each wait jittered by ±10%, the first one interval
+// after start, until ctx ends: for a loop whose caller made the first pass itself, or
+// that has nothing to do at start.
+func Repeat(ctx context.Context, interval time.Duration, pass func(context.Context)) {
+	run(ctx, Jitter(interval), interval, pass)
+}
+
+func run(ctx context.Context, first, interval time.Duration, pass func(context.Context)) {
+	t := time.NewTimer(first)
 	defer t.Stop()
 	for {
 		select {

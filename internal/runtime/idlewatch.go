@@ -29,17 +29,7 @@ func (w *Worker) idleWatched() bool {
 }
 
 func (iw *idleWatcher) run(ctx context.Context) {
-	t := time.NewTimer(loop.Jitter(iw.w.cfg.PollInterval))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		iw.look(ctx)
-		t.Reset(loop.Jitter(iw.w.cfg.PollInterval))
-	}
+	loop.Repeat(ctx, iw.w.cfg.PollInterval, iw.look)
 }
 
 // look asks when each idle queue has a task due and wakes its fetcher then.

@@ -29,17 +29,7 @@ func (p *presence) run(ctx context.Context) {
 		return
 	}
 	p.register(ctx)
-	t := time.NewTimer(loop.Jitter(cfg.PresenceInterval))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			p.register(ctx)
-			t.Reset(loop.Jitter(cfg.PresenceInterval))
-		}
-	}
+	loop.Repeat(ctx, cfg.PresenceInterval, p.register)
 }
 
 func (p *presence) register(ctx context.Context) {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/rotaqueue/rota/internal/loop"
 	"github.com/rotaqueue/rota/internal/store"
 )
 
-// serveEvery is how often an enqueuer renews its claim to its queues: six times within
+// serveEvery is how often an enqueuer renews its claim to its queues (±10%): six times within
 // store.DefaultServedFor, so a few failed renewals (a database blip) do not let it lapse.
 const serveEvery = store.DefaultServedFor / 6
 
@@ -24,24 +25,17 @@ func (e *Enqueuer) markServed(ctx context.Context) error {
 // the queues' ENQUEUED tasks to poll workers at once if no other enqueuer serves them (a
 // queue moved to poll mode). A crashed enqueuer's mark lapses instead.
 func (e *Enqueuer) keepServed(ctx context.Context) {
-	t := time.NewTicker(serveEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			err := e.cfg.Store.ServeQueues(stop, store.ServeParams{EnqueuerID: e.id,
-				Queues: e.cfg.Queues.RotaQueues(), For: 0})
-			if err != nil {
-				e.log.Warn("could not withdraw this enqueuer's queues; they stay SQS-mode until the mark lapses",
-					"lapses_in", store.DefaultServedFor.String(), "error", err)
-			}
-			return
-		case <-t.C:
-			if err := e.markServed(ctx); err != nil && ctx.Err() == nil {
-				e.log.Warn("could not renew this enqueuer's queues", "error", err)
-			}
+	loop.Repeat(ctx, serveEvery, func(ctx context.Context) {
+		if err := e.markServed(ctx); err != nil && ctx.Err() == nil {
+			e.log.Warn("could not renew this enqueuer's queues", "error", err)
 		}
+	})
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	err := e.cfg.Store.ServeQueues(stop, store.ServeParams{EnqueuerID: e.id,
+		Queues: e.cfg.Queues.RotaQueues(), For: 0})
+	if err != nil {
+		e.log.Warn("could not withdraw this enqueuer's queues; they stay SQS-mode until the mark lapses",
+			"lapses_in", store.DefaultServedFor.String(), "error", err)
 	}
 }
