@@ -45,6 +45,16 @@ func waitUntil(at time.Time) { time.Sleep(time.Until(at)) }
 // to the worker's first claim is logged (and asserted under 1 s to keep the test steady;
 // the promise is 100 ms).
 func TestClaimsResumeAtOnceAfterRestartPostgres(t *testing.T) {
+	claimsResumeAtOnce(t, "claims", func(cfg *runtime.Config, _ store.Store) {
+		cfg.PollInterval = 0 // the default 1 s: resuming must not depend on a short poll
+	})
+}
+
+// claimsResumeAtOnce runs a worker configured by configure on a restartable database,
+// makes a task due during an outage long enough for a 5 s error backoff, restarts the
+// database and checks that the task runs well under a second after the server accepts
+// connections (what is the worker's claim path: a poll fetcher or a Source).
+func claimsResumeAtOnce(t *testing.T, what string, configure func(*runtime.Config, store.Store)) {
 	srv, st := newRestartableStore(t)
 	var firstRun atomic.Int64 // unix nanos of the first handler start after the restart
 	ran := make(chan struct{}, 100)
@@ -56,7 +66,7 @@ func TestClaimsResumeAtOnceAfterRestartPostgres(t *testing.T) {
 	})
 	cfg := testConfig(t)
 	cfg.Store = st
-	cfg.PollInterval = 0 // the default 1 s: resuming must not depend on a short poll
+	configure(&cfg, st)
 	h := newHarness(t, mux, cfg).start()
 
 	due := time.Now().Add(time.Second)
@@ -73,9 +83,9 @@ func TestClaimsResumeAtOnceAfterRestartPostgres(t *testing.T) {
 	accepting := srv.WaitAccepting(time.Minute)
 	recv(t, "the task to run after the restart", ran)
 	took := time.Duration(firstRun.Load() - accepting.UnixNano())
-	t.Logf("first claim %s after the server accepted connections", took)
+	t.Logf("first claim (%s) %s after the server accepted connections", what, took)
 	if took > time.Second {
-		t.Errorf("claims resumed %s after the database accepted connections, want well under 1s", took)
+		t.Errorf("%s resumed %s after the database accepted connections, want well under 1s", what, took)
 	}
 }
 
@@ -179,37 +189,8 @@ func (pollingSource) Settle(context.Context, []runtime.Settled)               {}
 // come from a Source (SQS mode): claims that failed during the outage are tried again
 // when the database is back, not after the error backoff they had grown to.
 func TestSourceClaimsResumeAtOnceAfterRestartPostgres(t *testing.T) {
-	srv, st := newRestartableStore(t)
-	var firstRun atomic.Int64 // unix nanos of the first handler start after the restart
-	ran := make(chan struct{}, 100)
-	mux := runtime.NewMux()
-	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error {
-		firstRun.CompareAndSwap(0, time.Now().UnixNano())
-		ran <- struct{}{}
-		return nil
+	claimsResumeAtOnce(t, "claims through a source", func(cfg *runtime.Config, st store.Store) {
+		cfg.Source = pollingSource{st}
+		cfg.ClaimFrom = store.StatusEnqueued
 	})
-	cfg := testConfig(t)
-	cfg.Store = st
-	cfg.Source = pollingSource{st}
-	cfg.ClaimFrom = store.StatusEnqueued
-	h := newHarness(t, mux, cfg).start()
-
-	due := time.Now().Add(time.Second)
-	createTasks(t, st, store.CreateParams{Kind: "noop", ScheduledFor: due})
-	srv.Stop()
-	waitUntil(due.Add(5 * time.Second)) // an outage long enough for a 5 s error backoff
-	if n := h.worker.Stats().ClaimErrors; n == 0 {
-		t.Fatal("the worker saw no failed claim during the outage")
-	}
-
-	if err := srv.Launch(); err != nil {
-		t.Fatal(err)
-	}
-	accepting := srv.WaitAccepting(time.Minute)
-	recv(t, "the task to run after the restart", ran)
-	took := time.Duration(firstRun.Load() - accepting.UnixNano())
-	t.Logf("first claim through the source %s after the server accepted connections", took)
-	if took > time.Second {
-		t.Errorf("source claims resumed %s after the database accepted connections, want well under 1s", took)
-	}
 }

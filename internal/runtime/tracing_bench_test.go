@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
-	"github.com/rotaqueue/rota/internal/store/memory"
 	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 )
@@ -124,46 +123,9 @@ func BenchmarkThroughputTracing(b *testing.B) {
 	trace := map[string]string{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
 	for _, v := range tracingVariants() {
 		b.Run(v.name, func(b *testing.B) {
-			s := memory.New()
-			defer s.Close()
-			var done atomic.Int64
-			finished := make(chan struct{})
-			mux := runtime.NewMux()
-			mux.HandleFunc("noop", func(context.Context, *runtime.Job) error {
-				if done.Add(1) == int64(b.N) {
-					close(finished)
-				}
-				return nil
-			})
-			params := make([]store.CreateParams, 0, 1000)
-			for i := 0; i < b.N; i += len(params) {
-				params = params[:0]
-				for j := i; j < min(b.N, i+1000); j++ {
-					params = append(params, store.CreateParams{Kind: "noop", TraceContext: trace})
-				}
-				if _, err := s.CreateTasks(context.Background(), params); err != nil {
-					b.Fatal(err)
-				}
-			}
 			tp, shutdown := v.tp()
 			defer shutdown()
-			w, err := runtime.NewWorker(runtime.Config{Store: s, Mux: mux, TracerProvider: tp,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			b.ResetTimer()
-			start := time.Now()
-			ran := make(chan error, 1)
-			go func() { ran <- w.Run(ctx) }()
-			<-finished
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "tasks/s")
-			b.StopTimer()
-			cancel()
-			if err := <-ran; err != nil {
-				b.Fatal(err)
-			}
+			benchThroughput(b, trace, tp)
 		})
 	}
 }
