@@ -68,6 +68,7 @@ type Task struct {
 	MaxAttempts    int
 	IdempotencyKey string // "" when none
 	TimeoutSeconds int    // per-attempt handler timeout; 0 = the worker's default for the kind
+	GroupKey       string // "" when none; the queue's group limits and fairness apply per key
 	// TraceContext is CreateParams.TraceContext, set by ClaimTasks (other reads may
 	// leave it nil).
 	TraceContext map[string]string
@@ -154,6 +155,10 @@ type CreateParams struct {
 	MaxAttempts    int // 0 = DefaultMaxAttempts
 	IdempotencyKey string
 	TimeoutSeconds int
+	// GroupKey puts the task in a group of its queue ("" = none, at most
+	// MaxGroupKeyLength characters): group_concurrency and group_rate count per key, and
+	// claims take a queue's groups in turn (DESIGN.md section 11).
+	GroupKey string
 	// TraceContext is the W3C trace context of the creating call, as a propagation
 	// carrier ("traceparent", optionally "tracestate"); nil when it was not traced.
 	// Stored with the task and returned by ClaimTasks so that the attempt continues
@@ -321,6 +326,8 @@ type Store interface {
 	Insights
 	// WorkerRegistry records the live workers (workers.go).
 	WorkerRegistry
+	// QueueSettingsStore keeps the queues' settings (queues.go).
+	QueueSettingsStore
 
 	// CreateTasks inserts tasks, all or nothing. A task whose idempotency key names a
 	// task that is not DEAD, FAILED or CANCELED is not inserted: its result is that task

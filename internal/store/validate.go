@@ -175,6 +175,9 @@ func (p *CreateParams) Normalize() error {
 	if err := checkTraceContext(p.TraceContext); err != nil {
 		return err
 	}
+	if err := ValidateGroupKey(p.GroupKey); err != nil {
+		return err
+	}
 	if p.ID == uuid.Nil {
 		p.ID = NewID()
 	}

@@ -51,6 +51,7 @@ type Store struct {
 	outbox      dlqOutbox                       // what PublishDeadLetters reads; see outbox.go
 	served      map[string]map[string]time.Time // queue -> enqueuer -> served until; queuemode.go
 	workers     map[string]*store.Worker        // by id; workers.go
+	queues      map[string]*store.QueueSettings // configured queues; queues.go
 }
 
 // entry is one task and everything hanging off it.
@@ -324,6 +325,7 @@ func (s *Store) CreateTasks(ctx context.Context, params []store.CreateParams) ([
 				MaxAttempts:    p.MaxAttempts,
 				IdempotencyKey: p.IdempotencyKey,
 				TimeoutSeconds: p.TimeoutSeconds,
+				GroupKey:       p.GroupKey,
 				TraceContext:   maps.Clone(p.TraceContext),
 				CreatedAt:      now,
 				UpdatedAt:      now,

@@ -112,6 +112,7 @@ type taskScan struct {
 	startedAt      pgtype.Timestamptz
 	completedAt    pgtype.Timestamptz
 	lastError      pgtype.Text
+	groupKey       pgtype.Text
 	status         string
 }
 
@@ -120,7 +121,7 @@ func (s *taskScan) dest() []any {
 	return []any{&s.id, &t.Queue, &t.Kind, &t.Payload, &s.status, &t.Priority, &t.ScheduledFor,
 		&t.AttemptCount, &t.MaxAttempts, &s.idempotencyKey, &t.TimeoutSeconds, &s.workerID,
 		&s.leaseToken, &s.leaseExpiresAt, &s.cancelReqAt, &s.enqueuedAt, &s.startedAt,
-		&s.completedAt, &s.lastError, &t.CreatedAt, &t.UpdatedAt}
+		&s.completedAt, &s.lastError, &t.CreatedAt, &t.UpdatedAt, &s.groupKey}
 }
 
 func (s *taskScan) result() *store.Task {
@@ -138,6 +139,7 @@ func (s *taskScan) result() *store.Task {
 	t.ProcessingStartedAt = timePtr(s.startedAt)
 	t.CompletedAt = timePtr(s.completedAt)
 	t.LastError = s.lastError.String
+	t.GroupKey = s.groupKey.String
 	t.ScheduledFor = t.ScheduledFor.UTC()
 	t.CreatedAt = t.CreatedAt.UTC()
 	t.UpdatedAt = t.UpdatedAt.UTC()

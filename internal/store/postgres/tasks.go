@@ -75,6 +75,7 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 		timeouts  = make([]int32, n)
 		delays    = make([]int64, n)  // microseconds
 		traces    = make([][]byte, n) // jsonb; nil = NULL
+		groups    = make([]string, n)
 		byID      = make(map[uuid.UUID]int, n)
 	)
 	var err error
@@ -84,14 +85,14 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 		prios[k], maxes[k], timeouts[k] = int32(p.Priority), int32(p.MaxAttempts), int32(p.TimeoutSeconds)
 		schedules[k] = pgtype.Timestamptz{Time: p.ScheduledFor, Valid: !p.ScheduledFor.IsZero()}
 		delays[k] = p.Delay.Microseconds()
-		keys[k] = p.IdempotencyKey
+		keys[k], groups[k] = p.IdempotencyKey, p.GroupKey
 		if traces[k], err = traceContextJSON(p.TraceContext); err != nil {
 			return nil, fmt.Errorf("create tasks: %w", err)
 		}
 		byID[p.ID] = i
 	}
 	rows, err := q.Query(ctx, sqlCreateTasks, ids, queues, kinds, payloads, prios,
-		schedules, maxes, keys, timeouts, delays, traces)
+		schedules, maxes, keys, timeouts, delays, traces, groups)
 	if err != nil {
 		return nil, translate("create tasks", err)
 	}

@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Schedules", scheduleTests},
 		{"Insights", insightsTests},
 		{"Workers", workerTests},
+		{"QueueSettings", queueSettingsTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -4,7 +4,8 @@
 -- $1..$10 hold one element per task: id, queue, kind, payload, priority, scheduled_for
 -- (NULL = now + delay), max_attempts, idempotency_key ('' = none), timeout_seconds,
 -- delay_us (microseconds; a delay is added to the database's now(), never to a process
--- clock: DESIGN.md section 9), trace_context (NULL = not traced). The caller
+-- clock: DESIGN.md section 9), trace_context (NULL = not traced), group_key ('' =
+-- none). The caller
 -- removes repeated keys (one statement may not touch a row twice) and sorts the keyed
 -- tasks by key (concurrent batches then lock existing rows in the same order).
 --
@@ -20,14 +21,16 @@
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::int[],
-                $6::timestamptz[], $7::int[], $8::text[], $9::int[], $10::bigint[], $11::jsonb[])
+                $6::timestamptz[], $7::int[], $8::text[], $9::int[], $10::bigint[], $11::jsonb[], $12::text[])
         AS u (id, queue, kind, payload, priority, scheduled_for, max_attempts,
-              idempotency_key, timeout_seconds, delay_us, trace_context)
+              idempotency_key, timeout_seconds, delay_us, trace_context, group_key)
 )
 INSERT INTO rota.tasks AS t (id, queue, kind, payload, priority, scheduled_for,
-                             max_attempts, idempotency_key, timeout_seconds, trace_context)
+                             max_attempts, idempotency_key, timeout_seconds, trace_context,
+                             group_key)
 SELECT id, queue, kind, payload, priority, coalesce(scheduled_for, now() + delay_us * interval '1 microsecond'),
-       max_attempts, nullif(idempotency_key, ''), timeout_seconds, trace_context
+       max_attempts, nullif(idempotency_key, ''), timeout_seconds, trace_context,
+       nullif(group_key, '')
 FROM input
 ON CONFLICT (idempotency_key)
     WHERE idempotency_key IS NOT NULL AND status NOT IN ('DEAD', 'FAILED', 'CANCELED')
@@ -37,4 +40,4 @@ RETURNING t.xmax = 0 AS inserted,
           t.attempt_count, t.max_attempts, t.idempotency_key, t.timeout_seconds,
           t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
           t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
-          t.created_at, t.updated_at
+          t.created_at, t.updated_at, t.group_key

@@ -9,7 +9,7 @@
 SELECT id, queue, kind, payload, status, priority, scheduled_for, attempt_count,
        max_attempts, idempotency_key, timeout_seconds, worker_id, lease_token,
        lease_expires_at, cancel_requested_at, enqueued_at, processing_started_at,
-       completed_at, last_error, created_at, updated_at
+       completed_at, last_error, created_at, updated_at, group_key
 FROM (
     SELECT newest.*,
            coalesce(sum(octet_length(payload::text)) OVER (ORDER BY id DESC
@@ -18,7 +18,7 @@ FROM (
         SELECT id, queue, kind, payload, status, priority, scheduled_for, attempt_count,
                max_attempts, idempotency_key, timeout_seconds, worker_id, lease_token,
                lease_expires_at, cancel_requested_at, enqueued_at, processing_started_at,
-               completed_at, last_error, created_at, updated_at
+               completed_at, last_error, created_at, updated_at, group_key
         FROM rota.tasks
         WHERE ($1::text[] IS NULL OR status = ANY ($1::text[]))
           AND ($2::text = '' OR queue = $2::text)
