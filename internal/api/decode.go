@@ -200,6 +200,7 @@ type createTaskRequest struct {
 	Priority       int             `json:"priority"`
 	IdempotencyKey string          `json:"idempotency_key"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
+	GroupKey       string          `json:"group_key"`
 }
 
 type createBatchRequest struct {
@@ -258,6 +259,7 @@ func (req *createTaskRequest) params() (store.CreateParams, error) {
 		Priority:       req.Priority,
 		IdempotencyKey: req.IdempotencyKey,
 		TimeoutSeconds: req.TimeoutSeconds,
+		GroupKey:       req.GroupKey,
 	}
 	if req.MaxAttempts != nil {
 		if *req.MaxAttempts < 1 || *req.MaxAttempts > store.MaxMaxAttempts {

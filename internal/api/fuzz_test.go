@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,10 @@ func FuzzCreateTask(f *testing.F) {
 		`{"kind":"noop"}`,
 		`{"kind":"email.send","queue":"mail","payload":{"to":"a@b.c"},"max_attempts":3,"priority":-5,"idempotency_key":"k","timeout_seconds":30}`,
 		`{"kind":"noop","delay_seconds":1.5}`,
+		`{"kind":"noop","group_key":"tenant-1"}`,
+		`{"kind":"noop","group_key":""}`,
+		`{"kind":"noop","group_key":"\u0000"}`,
+		`{"kind":"noop","group_key":"` + strings.Repeat("x", 129) + `"}`,
 		`{"kind":"noop","scheduled_for":"2030-01-02T03:04:05.123456789+02:00"}`,
 		`{"kind":"noop","payload":null}`,
 		`{"kind":"noop","payload":[1,2.5e3,-0,"\u00e9\ud83d\ude00",true,null]}`,
@@ -65,6 +70,9 @@ func FuzzCreateTask(f *testing.F) {
 		again := p
 		if err := again.Normalize(); err != nil {
 			t.Fatalf("accepted %q, but Normalize rejects the params: %v", body, err)
+		}
+		if err := store.ValidateGroupKey(p.GroupKey); err != nil {
+			t.Fatalf("accepted group key %q: %v", p.GroupKey, err)
 		}
 		if again.ID != p.ID || again.Queue != p.Queue || again.MaxAttempts != p.MaxAttempts || string(again.Payload) != string(p.Payload) {
 			t.Fatalf("accepted %q with params that were not normalized: %+v", body, p)

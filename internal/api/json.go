@@ -23,6 +23,7 @@ type taskJSON struct {
 	AttemptCount        int             `json:"attempt_count"`
 	MaxAttempts         int             `json:"max_attempts"`
 	IdempotencyKey      *string         `json:"idempotency_key"`
+	GroupKey            *string         `json:"group_key"`
 	TimeoutSeconds      int             `json:"timeout_seconds"`
 	WorkerID            *string         `json:"worker_id"`
 	LeaseExpiresAt      *time.Time      `json:"lease_expires_at"`
@@ -62,6 +63,7 @@ func taskOut(t *store.Task) taskJSON {
 		AttemptCount:        t.AttemptCount,
 		MaxAttempts:         t.MaxAttempts,
 		IdempotencyKey:      nullString(t.IdempotencyKey),
+		GroupKey:            nullString(t.GroupKey),
 		TimeoutSeconds:      t.TimeoutSeconds,
 		WorkerID:            nullString(t.WorkerID),
 		LeaseExpiresAt:      utcPtr(t.LeaseExpiresAt),
