@@ -46,6 +46,7 @@ func readmeBlock(t *testing.T, name string) string {
 // curl line at it.
 func TestReadmeQuickStart(t *testing.T) {
 	server, client, schedules := readmeBlock(t, "server"), readmeBlock(t, "client"), readmeBlock(t, "schedules")
+	queues := readmeBlock(t, "queues")
 	const readmeURL = "http://127.0.0.1:8080"
 	if !strings.Contains(client, readmeURL) {
 		t.Fatalf("the client block no longer calls %s; update this test", readmeURL)
@@ -115,6 +116,15 @@ func TestReadmeQuickStart(t *testing.T) {
 		t.Fatalf("the README's schedules block failed: %v\n%s", err, out)
 	} else if !strings.Contains(string(out), "nightly-report") {
 		t.Fatalf("the schedules block printed no schedule:\n%s", out)
+	}
+
+	// The flow-control block: its last line lists the queue it configured.
+	cmd = exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", queues)
+	cmd.Dir, cmd.Env = root, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the README's queues block failed: %v\n%s", err, out)
+	} else if !regexp.MustCompile(`(?m)^emails +false +5 +none +1 +none `).Match(out) {
+		t.Fatalf("the queues block did not list emails resumed with concurrency 5, no rate, group concurrency 1:\n%s", out)
 	}
 
 	// The curl task and the enqueue --wait task both end SUCCEEDED.

@@ -312,6 +312,7 @@ func printTask(w io.Writer, asJSON bool, t *apiclient.Task) error {
 	row("attempts", fmt.Sprintf("%d of %d", t.AttemptCount, t.MaxAttempts))
 	row("scheduled_for", fmtTime(&t.ScheduledFor))
 	row("idempotency_key", t.IdempotencyKey)
+	row("group_key", t.GroupKey)
 	if t.TimeoutSeconds > 0 {
 		row("timeout_seconds", fmt.Sprint(t.TimeoutSeconds))
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rotaqueue/rota/internal/apiclient"
@@ -33,6 +34,7 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	maxAttempts := fs.Int("max-attempts", 0, "attempts before the task is DEAD (0 = the server's default, "+strconv.Itoa(store.DefaultMaxAttempts)+")")
 	priority := fs.Int("priority", 0, "higher runs first among due tasks")
 	idemKey := fs.String("idempotency-key", "", "if a live or succeeded task has this key, return it instead of creating one")
+	groupKey := fs.String("group-key", "", "put the task in this group of its queue (at most "+strconv.Itoa(store.MaxGroupKeyLength)+" characters): the queue's group limits count per key, and claims take groups in turn")
 	timeoutSeconds := fs.Int("timeout-seconds", 0, "time limit of each handler attempt in seconds (0 = the worker's default for the kind, else "+runtime.DefaultAttemptTimeout.String()+")")
 	wait := fs.Bool("wait", false, "wait until the task is finished; exit 1 unless it SUCCEEDED")
 	waitTimeout := fs.Duration("wait-timeout", defaultWaitTimeout, "with --wait: give up after this long and exit 1 (0 = wait as long as it takes)")
@@ -61,6 +63,7 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Priority:       *priority,
 		IdempotencyKey: *idemKey,
 		TimeoutSeconds: *timeoutSeconds,
+		GroupKey:       *groupKey,
 	}
 	if err := store.ValidateName("kind", req.Kind); err != nil {
 		return usagef("enqueue: %v", err)
@@ -69,6 +72,9 @@ func runEnqueue(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := store.ValidateName("queue", req.Queue); err != nil {
 			return usagef("--queue: %v", err)
 		}
+	}
+	if err := store.ValidateGroupKey(req.GroupKey); err != nil {
+		return usagef("--group-key: %s", strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": "))
 	}
 
 	switch {

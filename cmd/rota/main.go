@@ -112,6 +112,7 @@ func commands() []command {
 		{"tasks", "list, show, cancel and replay tasks on a server: tasks list|get|cancel|replay|attempts", runTasks},
 		{"dead-letters", "list dead letters and replay them in bulk: dead-letters list|replay", runDeadLetters},
 		{"workers", "list the live workers of a server: workers [--queue Q]", runWorkers},
+		{"queues", "manage queues' flow control on a server: queues list|get|set|pause|resume", runQueues},
 		{"schedules", "manage cron schedules on a server: schedules list|get|create|update|delete|pause|resume|trigger|reschedule|runs", runSchedules},
 		{"stats", "show task counts by queue and status on a server", runStats},
 		{"version", "print this binary's version and Go version (also --version, -v)", runVersion},

@@ -6,7 +6,8 @@ import (
 )
 
 // Task is a task as the API shows it (docs/api.md, "Objects"). Fields that are null in
-// the JSON are zero here ("" for idempotency_key, worker_id and last_error; nil times).
+// the JSON are zero here ("" for idempotency_key, group_key, worker_id and last_error;
+// nil times).
 type Task struct {
 	ID                  string          `json:"id"`
 	Queue               string          `json:"queue"`
@@ -18,6 +19,7 @@ type Task struct {
 	AttemptCount        int             `json:"attempt_count"`
 	MaxAttempts         int             `json:"max_attempts"`
 	IdempotencyKey      string          `json:"idempotency_key"`
+	GroupKey            string          `json:"group_key"`
 	TimeoutSeconds      int             `json:"timeout_seconds"`
 	WorkerID            string          `json:"worker_id"`
 	LeaseExpiresAt      *time.Time      `json:"lease_expires_at"`
@@ -136,6 +138,7 @@ type CreateTask struct {
 	Priority       int             `json:"priority,omitempty"`
 	IdempotencyKey string          `json:"idempotency_key,omitempty"`
 	TimeoutSeconds int             `json:"timeout_seconds,omitempty"`
+	GroupKey       string          `json:"group_key,omitempty"`
 }
 
 // ListTasksParams filters and pages GET /api/tasks. Zero values mean "no filter" and the
