@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"slices"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,19 +104,19 @@ func TestQueuePatchRejectsInvalidValues(t *testing.T) {
 		c := newClient(t, Config{Store: st})
 		c.patchQueue("q", map[string]any{"concurrency": 3})
 		for body, want := range map[string]string{
-			`{"concurrency": 0}`:                               "concurrency must be between 1",
-			`{"concurrency": -1}`:                              "concurrency must be between 1",
-			`{"concurrency": 1.5}`:                             "concurrency must be a whole number",
-			`{"concurrency": "5"}`:                             "concurrency must be a whole number",
-			`{"group_concurrency": 1000001}`:                   "group_concurrency must be between 1",
-			`{"rate": {"limit": 0, "per_seconds": 1}}`:         "rate.limit must be between 1",
-			`{"rate": {"limit": 1, "per_seconds": 0}}`:         "rate.per_seconds must be between 1",
-			`{"rate": {"limit": 1}}`:                           "rate needs both limit and per_seconds",
-			`{"rate": {"limit": 1, "per_seconds": 1, "x": 1}}`: `rate must be {"limit": N, "per_seconds": S}`,
-			`{"group_rate": 5}`:                                `group_rate must be {"limit": N, "per_seconds": S}`,
-			`{"paused": null}`:                                 "paused must be true or false",
-			`{"paused": "yes"}`:                                "paused must be true or false",
-			`{"concurrency": 4, "name": "x"}`:                  `unknown field "name"`,
+			`{"concurrency": 0}`:                                          "concurrency must be between 1",
+			`{"concurrency": -1}`:                                         "concurrency must be between 1",
+			`{"concurrency": 1.5}`:                                        "concurrency must be a whole number",
+			`{"concurrency": "5"}`:                                        "concurrency must be a whole number",
+			`{"group_concurrency": 1000001}`:                              "group_concurrency must be between 1",
+			`{"rate": {"limit": 0, "per_seconds": 1}}`:                    "rate.limit must be between 1",
+			`{"rate": {"limit": 1, "per_seconds": 0}}`:                    "rate.per_seconds must be between 1",
+			`{"rate": {"limit": 1}}`:                                      "rate needs both limit and per_seconds",
+			`{"rate": {"limit": 1, "per_seconds": 1, "x": 1}}`:            `rate must be {"limit": N, "per_seconds": S}`,
+			`{"group_rate": 5}`:                                           `group_rate must be {"limit": N, "per_seconds": S}`,
+			`{"paused": null}`:                                            "paused must be true or false",
+			`{"paused": "yes"}`:                                           "paused must be true or false",
+			`{"concurrency": 4, "name": "x"}`:                             `unknown field "name"`,
 			`{"concurrency": 4, "rate": {"limit": -1, "per_seconds": 1}}`: "rate.limit",
 		} {
 			e := c.do("PATCH", "/api/queues/q", body).wantError(t, http.StatusBadRequest, codeInvalidRequest)

@@ -17,7 +17,7 @@ import (
 func TestUpdateQueueJSON(t *testing.T) {
 	paused := true
 	for want, u := range map[string]apiclient.UpdateQueue{
-		`{}`: {},
+		`{}`:                              {},
 		`{"concurrency":5,"paused":true}`: {Paused: &paused, Concurrency: apiclient.Set(5)},
 		`{"group_rate":null,"rate":{"limit":10,"per_seconds":60}}`: {
 			Rate: apiclient.Set(apiclient.RateLimit{Limit: 10, PerSeconds: 60}), GroupRate: apiclient.NoLimit[apiclient.RateLimit]()},
