@@ -87,6 +87,11 @@ type EnqueueParams struct {
 	// is pending, running or succeeded, enqueueing the key again returns that task
 	// instead of creating one. A DEAD, FAILED or CANCELED task frees its key.
 	IdempotencyKey string
+	// GroupKey puts the task in a group of its queue ("" = none; at most
+	// MaxGroupKeyLength characters): the queue's GroupConcurrency and GroupRate count per
+	// key, and claims take the groups of a priority level in turn, so one group's backlog
+	// does not starve another (see QueueSettings).
+	GroupKey string
 	// Timeout bounds each attempt of this task, overriding the worker's timeout for the
 	// kind. 0 means the worker's; otherwise a positive whole number of seconds.
 	Timeout time.Duration
@@ -222,6 +227,7 @@ func (c *Client) createParams(p EnqueueParams) (store.CreateParams, error) {
 		Delay:          p.Delay,
 		MaxAttempts:    p.MaxAttempts,
 		IdempotencyKey: p.IdempotencyKey,
+		GroupKey:       p.GroupKey,
 	}
 	switch {
 	case p.Delay < 0:
