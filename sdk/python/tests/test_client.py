@@ -31,6 +31,18 @@ class ClientTest(IntegrationTest):
         _, created = self.client.enqueue_status(NewTask("report.build", queue=self.queue))
         self.assertTrue(created)
 
+    def test_group_key(self) -> None:
+        t = self.client.enqueue("x", queue=self.queue, group_key="tenant-1")
+        self.assertEqual(t.group_key, "tenant-1")
+        self.assertEqual(self.client.get(t.id).group_key, "tenant-1")
+        self.assertIsNone(self.client.enqueue("x", queue=self.queue).group_key)
+        made = self.client.enqueue_many([NewTask("x", queue=self.queue, group_key="g"), NewTask("x", queue=self.queue)])
+        self.assertEqual([m.group_key for m in made], ["g", None])
+        with self.assertRaises(RotaError) as cm:
+            self.client.enqueue("x", queue=self.queue, group_key="k" * 129)
+        self.assertEqual((cm.exception.status, cm.exception.code), (400, "invalid_request"))
+        self.assertIn("group_key", cm.exception.message)
+
     def test_delay_and_scheduled_for(self) -> None:
         delayed = self.client.enqueue("x", queue=self.queue, delay_seconds=3600)
         due = parse_time(delayed.scheduled_for)

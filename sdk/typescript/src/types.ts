@@ -24,6 +24,8 @@ export interface Task<P = unknown> {
   attempt_count: number;
   max_attempts: number;
   idempotency_key: string | null;
+  /** The task's group within its queue (group limits, fair claiming); null when none. */
+  group_key: string | null;
   timeout_seconds: number;
   worker_id: string | null;
   lease_expires_at: string | null;
@@ -89,6 +91,11 @@ export interface EnqueueRequest {
   idempotency_key?: string;
   /** Per-attempt handler timeout; 0 = the worker's default. */
   timeout_seconds?: number;
+  /**
+   * Puts the task in a group of its queue (at most 128 characters): the queue's group
+   * limits count per key, and claims take the groups in turn.
+   */
+  group_key?: string;
 }
 
 /** Filters of `GET /api/tasks`. */

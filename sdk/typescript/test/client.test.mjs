@@ -17,6 +17,7 @@ test("enqueue sends every option and get returns the task", async () => {
     priority: 5,
     idempotency_key: `key-${queue}`,
     timeout_seconds: 42,
+    group_key: "tenant-1",
   });
   assert.equal(task.status, "PENDING");
   assert.equal(task.queue, queue);
@@ -26,6 +27,7 @@ test("enqueue sends every option and get returns the task", async () => {
   assert.equal(task.priority, 5);
   assert.equal(task.idempotency_key, `key-${queue}`);
   assert.equal(task.timeout_seconds, 42);
+  assert.equal(task.group_key, "tenant-1");
   // delay_seconds counts from the database's clock: scheduled about an hour after creation.
   const delayMs = Date.parse(task.scheduled_for) - Date.parse(task.created_at);
   assert.ok(delayMs > 3590_000 && delayMs < 3610_000, `scheduled ${delayMs} ms after creation`);
@@ -39,6 +41,19 @@ test("enqueue sends every option and get returns the task", async () => {
   // The same idempotency key returns the first task.
   const again = await client.enqueue({ kind: "email", queue, idempotency_key: `key-${queue}` });
   assert.equal(again.id, task.id);
+});
+
+test("group_key is null when none, and checked by the server", async () => {
+  const queue = uniqueQueue("group");
+  const [grouped, plain] = await client.enqueueBatch([{ kind: "a", queue, group_key: "g" }, { kind: "a", queue }]);
+  assert.equal(grouped.group_key, "g");
+  assert.equal(plain.group_key, null);
+  await assert.rejects(client.enqueue({ kind: "a", queue, group_key: "k".repeat(129) }), (err) => {
+    assert.ok(err instanceof RotaError);
+    assert.equal(err.status, 400);
+    assert.match(err.message, /group_key/);
+    return true;
+  });
 });
 
 test("scheduled_for accepts a Date", async () => {

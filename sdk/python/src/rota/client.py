@@ -53,13 +53,16 @@ class Client:
         priority: int | None = None,
         idempotency_key: str | None = None,
         timeout_seconds: int | None = None,
+        group_key: str | None = None,
         traceparent: str | None = None,
         tracestate: str | None = None,
     ) -> Task:
         """Creates one task (``POST /api/tasks``).
 
         With an ``idempotency_key`` that a live task holds, the server returns that task
-        instead of a new one; ``enqueue_status`` tells the two apart. ``traceparent`` (and
+        instead of a new one; ``enqueue_status`` tells the two apart. ``group_key`` (at
+        most 128 characters) puts the task in a group of its queue: the queue's group
+        limits count per key, and claims take the groups in turn. ``traceparent`` (and
         ``tracestate``), a W3C trace context, is sent as that header: the task's attempt
         then continues that trace.
         """
@@ -67,6 +70,7 @@ class Client:
             kind=kind, payload=payload, queue=queue, delay_seconds=delay_seconds,
             scheduled_for=scheduled_for, max_attempts=max_attempts, priority=priority,
             idempotency_key=idempotency_key, timeout_seconds=timeout_seconds,
+            group_key=group_key,
         ), traceparent=traceparent, tracestate=tracestate)
         return task
 

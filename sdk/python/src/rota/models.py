@@ -51,6 +51,8 @@ class Task:
     attempt_count: int = 0
     max_attempts: int = 0
     idempotency_key: str | None = None
+    #: The task's group within its queue (group limits, fair claiming); None when none.
+    group_key: str | None = None
     timeout_seconds: int = 0
     worker_id: str | None = None
     lease_expires_at: str | None = None
@@ -136,13 +138,14 @@ class NewTask:
     priority: int | None = None
     idempotency_key: str | None = None
     timeout_seconds: int | None = None
+    group_key: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         if self.delay_seconds is not None and self.scheduled_for is not None:
             raise ValueError("give delay_seconds or scheduled_for, not both")
         body: dict[str, Any] = {"kind": self.kind}
         for name in ("queue", "payload", "delay_seconds", "max_attempts", "priority",
-                     "idempotency_key", "timeout_seconds"):
+                     "idempotency_key", "timeout_seconds", "group_key"):
             value = getattr(self, name)
             if value is not None:
                 body[name] = value
