@@ -1,8 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -23,6 +26,38 @@ type Insights interface {
 	// worker died or froze and the reaper has not yet handled them), the longest
 	// expired first. ErrInvalid unless 1 <= limit <= MaxListLimit.
 	StuckTasks(ctx context.Context, limit int) ([]*Task, error)
+
+	// RunningByGroup counts the PROCESSING tasks of each queue of queues by group_key
+	// (the rota_group_running gauges). Tasks without a group key are not counted, and
+	// only groups with a running task appear, ordered by queue, then most running first,
+	// then group key. It reads only the PROCESSING tasks of the queues asked for (through
+	// an index in PostgreSQL), so its cost is bounded by what runs, never by the
+	// backlog. ErrInvalid for an invalid queue name.
+	RunningByGroup(ctx context.Context, queues []string) ([]GroupRunning, error)
+}
+
+// GroupRunning is one group's count of RunningByGroup.
+type GroupRunning struct {
+	Queue    string
+	GroupKey string
+	Running  int64
+}
+
+// ValidateQueues checks the queue names of a call that takes several.
+func ValidateQueues(queues []string) error {
+	for _, q := range queues {
+		if err := ValidateName("queue", q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SortGroupRunning puts counts in RunningByGroup's order.
+func SortGroupRunning(gs []GroupRunning) {
+	slices.SortFunc(gs, func(a, b GroupRunning) int {
+		return cmp.Or(strings.Compare(a.Queue, b.Queue), cmp.Compare(b.Running, a.Running), strings.Compare(a.GroupKey, b.GroupKey))
+	})
 }
 
 // ThroughputBucket is one interval of Throughput.

@@ -77,3 +77,32 @@ func (s *Store) StuckTasks(ctx context.Context, limit int) ([]*store.Task, error
 	}
 	return out, nil
 }
+
+// RunningByGroup counts PROCESSING tasks per group; see store.Insights.
+func (s *Store) RunningByGroup(ctx context.Context, queues []string) ([]store.GroupRunning, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateQueues(queues); err != nil {
+		return nil, fmt.Errorf("running by group: %w", err)
+	}
+	asked := make(map[string]bool, len(queues))
+	for _, q := range queues {
+		asked[q] = true
+	}
+	type key struct{ queue, group string }
+	counts := map[key]int64{}
+	s.mu.Lock()
+	for _, e := range s.processing {
+		if e.task.GroupKey != "" && asked[e.task.Queue] {
+			counts[key{e.task.Queue, e.task.GroupKey}]++
+		}
+	}
+	s.mu.Unlock()
+	out := make([]store.GroupRunning, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, store.GroupRunning{Queue: k.queue, GroupKey: k.group, Running: n})
+	}
+	store.SortGroupRunning(out)
+	return out, nil
+}

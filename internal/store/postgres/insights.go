@@ -11,8 +11,9 @@ import (
 )
 
 var (
-	sqlThroughput = query("insights_throughput.sql")
-	sqlStuckTasks = query("insights_stuck_tasks.sql")
+	sqlThroughput     = query("insights_throughput.sql")
+	sqlStuckTasks     = query("insights_stuck_tasks.sql")
+	sqlRunningByGroup = query("insights_running_by_group.sql")
 )
 
 // Throughput counts finished tasks per bucket; see store.Insights.
@@ -48,4 +49,28 @@ func (s *Store) StuckTasks(ctx context.Context, limit int) ([]*store.Task, error
 		return nil, translate("stuck tasks", err)
 	}
 	return tasks, nil
+}
+
+// RunningByGroup counts PROCESSING tasks per group; see store.Insights.
+func (s *Store) RunningByGroup(ctx context.Context, queues []string) ([]store.GroupRunning, error) {
+	if err := store.ValidateQueues(queues); err != nil {
+		return nil, fmt.Errorf("running by group: %w", err)
+	}
+	out := []store.GroupRunning{}
+	if len(queues) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, sqlRunningByGroup, planPerCall, queues)
+	if err != nil {
+		return nil, translate("running by group", err)
+	}
+	var g store.GroupRunning
+	_, err = pgx.ForEachRow(rows, []any{&g.Queue, &g.GroupKey, &g.Running}, func() error {
+		out = append(out, g)
+		return nil
+	})
+	if err != nil {
+		return nil, translate("running by group", err)
+	}
+	return out, nil
 }

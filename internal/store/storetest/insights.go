@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -13,6 +15,40 @@ var insightsTests = []testCase{
 	{"ThroughputInvalid", testThroughputInvalid},
 	{"StuckTasksExpiredOnly", testStuckTasks},
 	{"StuckTasksInvalid", testStuckTasksInvalid},
+	{"RunningByGroup", testRunningByGroup},
+}
+
+// RunningByGroup counts only PROCESSING tasks with a group key, of the queues asked
+// for, most running first.
+func testRunningByGroup(t *testing.T, s store.Store) {
+	running := func(queue, group string, n int) {
+		for range n {
+			createAndClaim(t, s, store.CreateParams{Kind: "k", Queue: queue, GroupKey: group})
+		}
+	}
+	running("a", "g1", 1)
+	running("a", "g2", 3)
+	running("a", "", 2) // no group: not counted
+	running("b", "g1", 2)
+	running("c", "g1", 1) // not asked for
+	createOne(t, s, store.CreateParams{Kind: "k", Queue: "a", GroupKey: "waiting"})
+	done := createAndClaim(t, s, store.CreateParams{Kind: "k", Queue: "a", GroupKey: "done"})
+	record(t, s, store.Outcome{TaskID: done.ID, LeaseToken: done.LeaseToken, Kind: store.Succeed})
+
+	got, err := s.RunningByGroup(ctx(t), []string{"a", "b", "empty"})
+	if err != nil {
+		t.Fatalf("RunningByGroup: %v", err)
+	}
+	want := []store.GroupRunning{{"a", "g2", 3}, {"a", "g1", 1}, {"b", "g1", 2}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("RunningByGroup = %+v, want %+v", got, want)
+	}
+	if got, err := s.RunningByGroup(ctx(t), nil); err != nil || len(got) != 0 || got == nil {
+		t.Fatalf("RunningByGroup(nil) = %#v, %v; want an empty list", got, err)
+	}
+	if _, err := s.RunningByGroup(ctx(t), []string{"bad queue"}); !errors.Is(err, store.ErrInvalid) {
+		t.Fatalf("RunningByGroup(bad name) = %v, want ErrInvalid", err)
+	}
 }
 
 func throughput(t *testing.T, s store.Store, since time.Time, bucket time.Duration) []store.ThroughputBucket {
