@@ -403,6 +403,10 @@ func scaleStatements() []scaleStatement {
 			_, err := st.StuckTasks(ctx, 10)
 			return err
 		}},
+		{Name: "running by group (a scrape of rota_group_running, 5 queues)", Run: func(ctx context.Context, st *postgres.Store, _ *scaleWork) error {
+			_, err := st.RunningByGroup(ctx, []string{"q1", "q2", "q3", "q4", "q5"})
+			return err
+		}},
 		{Name: "insights: throughput (last hour)", Run: func(ctx context.Context, st *postgres.Store, _ *scaleWork) error {
 			_, err := st.Throughput(ctx, time.Now().Add(-time.Hour).Truncate(time.Minute), time.Minute)
 			return err
