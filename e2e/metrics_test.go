@@ -82,7 +82,7 @@ func TestMetricsMatchTheDatabase(t *testing.T) {
 	if len(serverM.sum("rota_tasks_claimed_total")) != 0 || len(workerM.sum("rota_queue_tasks")) != 0 {
 		t.Error("claims are counted by workers and queue gauges exported by servers only")
 	}
-	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "rota_schedule_claims_total"} {
+	for _, name := range []string{"go_goroutines", "process_cpu_seconds_total", "rota_schedule_claims_total", "rota_queue_settings_up"} {
 		if _, ok := serverM[name]; !ok {
 			t.Errorf("the server does not export %s", name)
 		}

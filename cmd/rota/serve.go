@@ -68,6 +68,8 @@ func (f serverFlags) frontEnd(st store.Store, logger *slog.Logger) (*frontEnd, e
 	// and the rota_workers gauges.
 	live := workers.NewCache(st, workers.CacheConfig{})
 	reg.MustRegister(metrics.NewWorkerCollector(metrics.WorkerCollectorConfig{Workers: live, Stats: stats, Logger: logger}))
+	// Paused queues and the busiest groups' running tasks: cheap reads at scrape time.
+	reg.MustRegister(metrics.NewFlowCollector(metrics.FlowCollectorConfig{Store: st, Logger: logger}))
 	counted := m.CountEnqueued(st)
 	// One count of wrong tokens per client for the API and the dashboard's login.
 	proxies, err := authlimit.ParsePrefixes(*f.trustedProxies)

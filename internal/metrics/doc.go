@@ -7,7 +7,7 @@
 // Metrics as runtime.Config.Observer and, with --metrics-addr, serve NewEndpoint.
 // Servers wrap the store given to the API and the scheduler with Metrics.CountEnqueued,
 // pass Metrics.Reaped as the maintenance reaper's OnReap (rota serve), register a
-// QueueCollector and a WorkerCollector, and serve Handler at /metrics on the API listener. rota dev does both,
+// QueueCollector, a WorkerCollector and a FlowCollector, and serve Handler at /metrics on the API listener. rota dev does both,
 // in one process.
 //
 // # Metrics
@@ -78,6 +78,18 @@
 //	    live worker: nothing will run them until a worker comes
 //	rota_workers_up
 //	    1 when the last registry query succeeded; 0 when it failed
+//
+// Gauges of flow control (DESIGN.md section 11), by FlowCollector, read at scrape time
+// (rota.queues, and the PROCESSING tasks of queues with a group limit):
+//
+//	rota_queue_paused{queue}
+//	    1 while the queue is paused, else 0; for every configured queue
+//	rota_group_running{queue,group}
+//	    running tasks of each of the DefaultTopGroups (10) busiest groups of a queue
+//	    with group_concurrency or group_rate, the rest summed under group="_other"
+//	    (so at most 11 series per such queue, however many group keys there are)
+//	rota_queue_settings_up
+//	    1 when the last queries succeeded; 0 when one failed
 //
 // Schedule claims (rota_schedule_*) are internal/schedule's metrics, and SQS and
 // dead-letter-queue metrics are internal/sqsmode's; both register with the same registry.
