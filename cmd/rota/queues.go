@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -175,40 +174,50 @@ func (f *queueFlags) patch(fs *flag.FlagSet) (apiclient.UpdateQueue, error) {
 	return u, nil
 }
 
-func isNone(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "none") }
-
-// parseCountFlag reads N or none; the server checks the range too, this gives the
-// error without a request.
+// parseCountFlag reads N or none (store.ParseCountChange), checked as the server checks
+// it: the error comes without a request.
 func parseCountFlag(name, v string) (*apiclient.Limit[int], error) {
-	if isNone(v) {
-		return apiclient.NoLimit[int](), nil
+	c, err := store.ParseCountChange("--"+name, v)
+	if err == nil {
+		p := store.QueuePatch{Concurrency: c}
+		if name == "group-concurrency" {
+			p = store.QueuePatch{GroupConcurrency: c}
+		}
+		err = p.Validate()
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 1 || n > store.MaxQueueLimit {
-		return nil, usagef("--%s %q: want a whole number from 1 to %d, or none", name, v, store.MaxQueueLimit)
+	if err != nil {
+		return nil, usagef("%s", flagProblem(name, err))
 	}
-	return apiclient.Set(n), nil
+	return &apiclient.Limit[int]{To: c.To}, nil
 }
 
-// parseRateFlag reads N/S (S in seconds, with or without an s: 100/1s, 10/60) or none.
+// parseRateFlag reads N/Ss or none (store.ParseRateChange), checked likewise.
 func parseRateFlag(name, v string) (*apiclient.Limit[apiclient.RateLimit], error) {
-	if isNone(v) {
+	c, err := store.ParseRateChange("--"+name, v)
+	if err == nil {
+		p := store.QueuePatch{Rate: c}
+		if name == "group-rate" {
+			p = store.QueuePatch{GroupRate: c}
+		}
+		err = p.Validate()
+	}
+	if err != nil {
+		return nil, usagef("%s", flagProblem(name, err))
+	}
+	if c.To == nil {
 		return apiclient.NoLimit[apiclient.RateLimit](), nil
 	}
-	bad := usagef("--%s %q: want N/S (N claims per S seconds, e.g. 100/1s, N 1 to %d, S 1 to %d), or none", name, v, store.MaxQueueLimit, store.MaxRatePeriod)
-	limit, per, ok := strings.Cut(strings.TrimSpace(v), "/")
-	if !ok {
-		return nil, bad
+	return apiclient.Set(apiclient.RateLimit{Limit: c.To.Limit, PerSeconds: c.To.PerSeconds}), nil
+}
+
+// flagProblem is a store error about a flag's value, without the sentinel's prefix and
+// naming the flag (Validate names the API's field).
+func flagProblem(name string, err error) string {
+	msg := strings.TrimPrefix(err.Error(), store.ErrInvalid.Error()+": ")
+	if !strings.HasPrefix(msg, "--") {
+		msg = "--" + name + ": " + msg
 	}
-	n, err := strconv.Atoi(limit)
-	if err != nil || n < 1 || n > store.MaxQueueLimit {
-		return nil, bad
-	}
-	s, err := strconv.Atoi(strings.TrimSuffix(per, "s"))
-	if err != nil || s < 1 || s > store.MaxRatePeriod {
-		return nil, bad
-	}
-	return apiclient.Set(apiclient.RateLimit{Limit: n, PerSeconds: s}), nil
+	return msg
 }
 
 func runQueuesSet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -260,18 +269,13 @@ func printQueue(w io.Writer, asJSON bool, q *apiclient.Queue) error {
 	return tw.Flush()
 }
 
-func fmtCount(n *int) string {
-	if n == nil {
-		return "none"
-	}
-	return strconv.Itoa(*n)
-}
+func fmtCount(n *int) string { return store.FormatCount(n) }
 
 func fmtRate(r *apiclient.RateLimit) string {
 	if r == nil {
-		return "none"
+		return store.FormatRate(nil)
 	}
-	return fmt.Sprintf("%d/%ds", r.Limit, r.PerSeconds)
+	return store.FormatRate(&store.RateLimit{Limit: r.Limit, PerSeconds: r.PerSeconds})
 }
 
 // fmtAge prints the oldest pending age, "-" when nothing is due.
