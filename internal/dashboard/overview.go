@@ -35,6 +35,9 @@ type queueRow struct {
 	Stuck         int64
 	Workers       int  // live workers serving the queue
 	Unserved      bool // due tasks and no live worker
+	// Paused and Limits are the queue's flow-control settings (DESIGN.md section 11).
+	Paused bool
+	Limits []string
 }
 
 type statusCount struct {
@@ -67,12 +70,20 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	served := workers.CountByQueue(live)
+	settings, err := d.queueSettings(ctx)
+	if err != nil {
+		d.fail(w, r, err)
+		return
+	}
 
 	v := overviewView{Stuck: stuck, Chart: newChart(buckets, now), Unserved: workers.Unserved(stats, live)}
 	totals := map[store.Status]int64{}
 	for _, qs := range stats {
 		row := queueRow{Queue: qs.Queue, Stuck: qs.ExpiredLeases, OldestDueAt: qs.OldestDueAt,
 			Workers: served[qs.Queue], Unserved: slices.Contains(v.Unserved, qs.Queue)}
+		if s := settings[qs.Queue]; s != nil {
+			row.Paused, row.Limits = s.Paused, limitTexts(s)
+		}
 		for _, st := range store.AllStatuses {
 			row.Counts = append(row.Counts, statusCount{st, qs.Counts[st]})
 			totals[st] += qs.Counts[st]

@@ -26,7 +26,11 @@ type Insights interface {
 	// worker died or froze and the reaper has not yet handled them), the longest
 	// expired first. ErrInvalid unless 1 <= limit <= MaxListLimit.
 	StuckTasks(ctx context.Context, limit int) ([]*Task, error)
+}
 
+// GroupInsights is what the rota_group_running gauges read; both adapters implement it
+// (conformance Insights/RunningByGroup).
+type GroupInsights interface {
 	// RunningByGroup counts the PROCESSING tasks of each queue of queues by group_key
 	// (the rota_group_running gauges). Tasks without a group key are not counted, and
 	// only groups with a running task appear, ordered by queue, then most running first,

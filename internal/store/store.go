@@ -324,6 +324,8 @@ type Store interface {
 	ScheduleStore
 	// Insights are the overview's summaries (insights.go).
 	Insights
+	// GroupInsights count running tasks by group (insights.go).
+	GroupInsights
 	// WorkerRegistry records the live workers (workers.go).
 	WorkerRegistry
 	// QueueSettingsStore keeps the queues' settings (queues.go).

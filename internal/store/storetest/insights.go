@@ -39,7 +39,7 @@ func testRunningByGroup(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("RunningByGroup: %v", err)
 	}
-	want := []store.GroupRunning{{"a", "g2", 3}, {"a", "g1", 1}, {"b", "g1", 2}}
+	want := []store.GroupRunning{{Queue: "a", GroupKey: "g2", Running: 3}, {Queue: "a", GroupKey: "g1", Running: 1}, {Queue: "b", GroupKey: "g1", Running: 2}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("RunningByGroup = %+v, want %+v", got, want)
 	}
