@@ -29,6 +29,11 @@ func init() {
 	dashboardScreenshots = append(dashboardScreenshots, "replay-confirm", "task-attempts-runs", "queues")
 }
 
+// A paused queue with limits on the Queues page (issue 14).
+func init() {
+	dashboardScreenshots = append(dashboardScreenshots, "queues-limited")
+}
+
 // TestDashboardBrowser runs the dashboard's browser scenarios (tools/browser/dashboard.mjs,
 // playwright-core driving Debian's headless Chromium) against a real `rota serve` on
 // PostgreSQL with a token. The script checks the pages and the API as it goes; this test

@@ -34,6 +34,7 @@ async function main() {
     await step('replay with empty filters asks first, with the count, then replays', () => replayAllWithConfirmation(s));
     await step('the task page tells the runs of a replayed task apart', () => attemptRuns(s));
     await step('the task list shows the last error; the Queues page lists the queues', () => lastErrorAndQueues(s));
+    await step('a queue is limited with the Queues page form, paused and resumed', () => limitAndPauseQueue(s));
     await step('a schedule is paused and resumed', () => pauseAndResume(s));
     await step('workers: the Workers page and the unserved-queue warning', () => workersScenarios(s));
     await step('log out: the pages ask for the login again', () => logOut(s));
@@ -411,6 +412,42 @@ async function lastErrorAndQueues({ cfg, api, page }) {
   check(deadCount >= 3, `the Queues page shows ${deadCount} dead or failed tasks in default, want the 3 fail tasks`);
   log(`queues: default has ${deadCount} dead or failed, ${await textOf(page, `${row} td.waiting`)} waiting`);
   await screenshot(cfg, page, 'queues');
+}
+
+// limitAndPauseQueue: the Queues page's form configures a queue that has no task yet,
+// its row shows the limits, Pause and Resume change it, and the API agrees each time.
+async function limitAndPauseQueue({ cfg, api, page }) {
+  const queue = 'throttled';
+  if (pathOf(page).path !== '/queues') {
+    await Promise.all([page.waitForURL((u) => u.pathname === '/queues'), page.click('a[data-nav="queues"]')]);
+  }
+  await page.fill('#limits-queue', queue);
+  await page.fill('#limits-concurrency', '5');
+  await page.fill('#limits-rate', '100/1s');
+  await page.fill('#limits-group-concurrency', '1');
+  await clickAction(page, '#queue-limits-form button[type="submit"]');
+  await expectVisible(page, '.flash-ok', 'after setting limits');
+  const row = `tr[data-queue="${queue}"]`;
+  const settings = async () => (await textOf(page, `${row} td.settings`)) ?? '';
+  await waitUntil('the new queue listed with its limits', async () =>
+    (await settings()) === 'concurrency 5, rate 100/1s, group concurrency 1', { describe: settings });
+  let q = await api.get(`/api/queues/${queue}`);
+  check(q.concurrency === 5 && q.rate?.limit === 100 && q.rate?.per_seconds === 1 && q.group_concurrency === 1,
+    `the page set the limits, the API says ${JSON.stringify(q)}`);
+
+  await clickAction(page, `${row} button.pause-queue`);
+  await expectVisible(page, '.flash-ok', 'after pausing the queue');
+  await waitUntil('the paused badge', async () => (await settings()).startsWith('paused '), { describe: settings });
+  check((await api.get(`/api/queues/${queue}`)).paused === true, 'the page says paused, the API does not');
+  log(`queue ${queue}: ${await settings()}`);
+  await screenshot(cfg, page, 'queues-limited');
+
+  await clickAction(page, `${row} button.resume-queue`);
+  await expectVisible(page, '.flash-ok', 'after resuming the queue');
+  q = await api.get(`/api/queues/${queue}`);
+  check(q.paused === false && q.concurrency === 5, `after resume the API says ${JSON.stringify(q)}`);
+  check(await page.locator(`${row} .badge-paused`).count() === 0, 'a resumed queue still shows the paused badge');
+  log(`queue ${queue} resumed (page and API)`);
 }
 
 async function pauseAndResume({ cfg, api, page }) {
