@@ -61,15 +61,17 @@ type Config struct {
 	// /metrics (the web UI, with its own login). Default: none (those paths get 404).
 	Dashboard http.Handler
 
-	// Stats answers GET /api/stats: one shared, single-flight Stats query (statscache),
-	// which the dashboard and the queue gauges of the same process may share. Stats is
-	// linear in the table; many clients polling it run one query at a time. Default: a
-	// cache of its own on Store (set by New when Store is set).
+	// Stats answers GET /api/stats and the counts of the queue routes: one shared,
+	// single-flight Stats query (statscache), which the dashboard and the queue gauges of
+	// the same process may share. Stats is linear in the table; many clients polling it
+	// run one query at a time. Default: a cache of its own on Store (set by New when
+	// Store is set).
 	Stats *statscache.Cache
 
-	// Workers answers the create warnings (DESIGN.md section 12) from a short-lived
-	// cache of the live workers, which the dashboard and the rota_workers gauges of the
-	// same process may share. Default: a cache of its own on Store.
+	// Workers answers the create warnings (DESIGN.md section 12) and the queue routes'
+	// workers from a short-lived cache of the live workers, which the dashboard and the
+	// rota_workers gauges of the same process may share. Default: a cache of its own on
+	// Store.
 	Workers *workers.Cache
 
 	// Logger receives the details of internal errors (which clients only see as
