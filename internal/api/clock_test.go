@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/testutil/adapters"
+	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 )
 
 // TestSkewedServerClockDoesNotMoveDueTimes (issue #12 item 4, DESIGN.md section 9): a
@@ -56,5 +58,23 @@ func exactly(t *testing.T, what string, got, want time.Duration) {
 	t.Helper()
 	if got != want {
 		t.Errorf("%s: due %s after the write by the store's clock, want exactly %s", what, got, want)
+	}
+}
+
+// TestSkewedServerClockDoesNotAgeTheQueue: a queue's oldest_pending_seconds is measured
+// by the database's clock in PostgreSQL (Store.NextDue), so a server clock an hour fast
+// does not add an hour to it.
+func TestSkewedServerClockDoesNotAgeTheQueue(t *testing.T) {
+	st := postgres.New(pgtest.NewPool(t))
+	t.Cleanup(st.Close)
+	c := newClient(t, Config{Store: st, Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	c.createTask(map[string]any{"kind": "k", "queue": "q", "scheduled_for": time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)})
+	if got := c.queue("q").OldestPendingSeconds; got < 55 || got > 300 {
+		t.Fatalf("oldest_pending_seconds = %v with a server clock an hour fast, want about 60", got)
+	}
+	var list queuesJSON
+	c.do("GET", "/api/queues", nil).want(t, http.StatusOK, &list)
+	if len(list.Queues) != 1 || list.Queues[0].OldestPendingSeconds > 300 {
+		t.Fatalf("GET /api/queues = %+v", list.Queues)
 	}
 }

@@ -116,10 +116,11 @@ func (f queueFacts) fill(q *queueJSON, now time.Time) {
 	// The age by the database's clock where the store tells it (PostgreSQL's NextDue is
 	// negative by the task's age), so a skewed server clock does not show; else (the
 	// memory store says 0 for "due", and its clock is this process's) from Stats.
-	switch d, due := f.nextDue[q.Name]; {
-	case due && d < 0:
+	// NextDue is fresh: a queue it shows nothing due in (absent, or due later) has 0.
+	switch d, pending := f.nextDue[q.Name]; {
+	case pending && d < 0:
 		q.OldestPendingSeconds = -d.Seconds()
-	case ok && st.OldestDueAt != nil:
+	case pending && d == 0 && ok && st.OldestDueAt != nil:
 		q.OldestPendingSeconds = max(now.Sub(*st.OldestDueAt).Seconds(), 0)
 	}
 }
