@@ -76,12 +76,12 @@ func TestCompleteOutputTooLarge(t *testing.T) {
 		}
 		str := func(n int) string { return `"` + strings.Repeat("x", n-2) + `"` } // n bytes of JSON
 
-		e := complete(str(store.MaxOutputBytes + 1)).wantError(t, http.StatusRequestEntityTooLarge, codePayloadTooLarge)
+		e := complete(str(store.MaxOutputBytes+1)).wantError(t, http.StatusRequestEntityTooLarge, codePayloadTooLarge)
 		if !strings.Contains(e.Message, "output") {
 			t.Fatalf("413 message %q does not name the output", e.Message)
 		}
 		// A body beyond the route's own limit: 413 from the body limit.
-		complete(str(completeBodyBytes + 1)).wantError(t, http.StatusRequestEntityTooLarge, codePayloadTooLarge)
+		complete(str(completeBodyBytes+1)).wantError(t, http.StatusRequestEntityTooLarge, codePayloadTooLarge)
 
 		after := c.getTask(id)
 		if after.Status != store.StatusProcessing || !noOutput(after.Output) || after.LeaseExpiresAt == nil {
