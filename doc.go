@@ -52,9 +52,9 @@ Client.DeadLetters) that an operator can Replay.
 
 A handler may leave a result with Job.SetOutput: any value that encodes as JSON, at most
 MaxOutputBytes. It becomes the task's Output once the handler returns nil (Client.Get
-shows it). SetOutput refuses a value that is too
-large with ErrInvalidOutput; a handler that ignores the refusal and returns nil fails
-the task permanently rather than succeeding without its result.
+shows it). SetOutput refuses a value that is too large with ErrInvalidOutput; a handler
+that ignores the refusal and returns nil fails the task permanently rather than
+succeeding without its result.
 
 	mux.HandleFunc("report.count", func(ctx context.Context, job *rota.Job) error {
 		n, err := countRows(ctx)
