@@ -1,7 +1,10 @@
 package api
 
 import (
+	"encoding/json"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,4 +100,33 @@ func TestCompleteOutputTooLarge(t *testing.T) {
 			t.Fatalf("complete with a 1 MiB output: %s, %d bytes", done.Status, len(done.Output))
 		}
 	})
+}
+
+// TestTaskSchemaMatchesAnswer holds the Task schema of openapi.json (output included) to
+// the fields a GET of a task sends.
+func TestTaskSchemaMatchesAnswer(t *testing.T) {
+	c := newClient(t, Config{Store: memoryStore(t)})
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+				Required   []string                   `json:"required"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+		t.Fatal(err)
+	}
+	task := c.createTask(map[string]any{"kind": "noop"})
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(c.do("GET", "/api/tasks/"+task.ID.String(), nil).body, &raw); err != nil {
+		t.Fatal(err)
+	}
+	s := doc.Components.Schemas["Task"]
+	sent := slices.Sorted(maps.Keys(raw))
+	documented := slices.Sorted(maps.Keys(s.Properties))
+	required := slices.Sorted(slices.Values(s.Required))
+	if !slices.Contains(sent, "output") || !slices.Equal(sent, documented) || !slices.Equal(sent, required) {
+		t.Errorf("Task: the server sends %v; the schema documents %v and requires %v", sent, documented, required)
+	}
 }
