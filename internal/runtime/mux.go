@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,7 +35,7 @@ type Job struct {
 // the task permanently with that error, so that a result is never lost silently.
 // Call it from the handler's goroutine (a Job is not safe for concurrent use).
 func (j *Job) SetOutput(v any) error {
-	b, err := json.Marshal(v)
+	b, err := marshalOutput(v)
 	if err == nil {
 		b, err = store.CheckOutput(b)
 	}
@@ -44,6 +45,18 @@ func (j *Job) SetOutput(v any) error {
 	}
 	j.output, j.outputErr = b, nil
 	return nil
+}
+
+// marshalOutput is json.Marshal without HTML escaping: "<" stays one byte of the 1 MiB,
+// and the stored text is the value's own (PostgreSQL's jsonb would unescape it anyway).
+func marshalOutput(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Output returns the output SetOutput accepted last, nil when none.

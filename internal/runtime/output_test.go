@@ -118,3 +118,18 @@ func TestRefusedOutputFailsTheTask(t *testing.T) {
 		t.Fatalf("an output json cannot encode: last error %q", task.LastError)
 	}
 }
+
+// TestSetOutputKeepsHTMLCharacters: SetOutput stores "<", ">" and "&" as themselves, not
+// as \u003c escapes that would take six bytes each of the 1 MiB.
+func TestSetOutputKeepsHTMLCharacters(t *testing.T) {
+	var job runtime.Job
+	if err := job.SetOutput(map[string]string{"html": "<b>&</b>"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(job.Output()); got != `{"html":"<b>&</b>"}` {
+		t.Fatalf("Output() = %s", got)
+	}
+	if err := job.SetOutput(json.RawMessage(` [1,  "<"] `)); err != nil || string(job.Output()) != `[1,"<"]` {
+		t.Fatalf("a RawMessage: %s, %v; want it compacted as it is", job.Output(), err)
+	}
+}
