@@ -50,6 +50,20 @@ choose the delay. A panic is a retryable failure. Every attempt is recorded (see
 Client.Attempts), and every DEAD or FAILED task leaves a dead letter (see
 Client.DeadLetters) that an operator can Replay.
 
+A handler may leave a result with Job.SetOutput: any value that encodes as JSON, at most
+MaxOutputBytes. It becomes the task's Output once the handler returns nil (Client.Get
+shows it). SetOutput refuses a value that is too large with ErrInvalidOutput; a handler
+that ignores the refusal and returns nil fails the task permanently rather than
+succeeding without its result.
+
+	mux.HandleFunc("report.count", func(ctx context.Context, job *rota.Job) error {
+		n, err := countRows(ctx)
+		if err != nil {
+			return err
+		}
+		return job.SetOutput(map[string]int{"rows": n})
+	})
+
 The handler's context ends when the attempt's timeout passes (per kind with WithTimeout,
 per task with EnqueueParams.Timeout), when the task is canceled (Client.Cancel), or when
 the worker shuts down; a handler should return promptly then.

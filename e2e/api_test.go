@@ -231,9 +231,19 @@ func workerProtocol(t *testing.T, c apiClient) {
 		t.Fatalf("bulk replay: %s", rep.raw)
 	}
 	id3, token3 := claim()
-	r = c.call("POST", "/api/tasks/"+id3+"/complete", map[string]any{"lease_token": token3}).expect(t, "complete", 200, "")
+	// An output over 1 MiB is 413 and changes nothing; the lease still completes the task,
+	// and the output it gives is the task's (DESIGN.md section 10, "Results").
+	c.call("POST", "/api/tasks/"+id3+"/complete", map[string]any{"lease_token": token3, "output": strings.Repeat("x", 1<<20)}).
+		expect(t, "complete with a 1 MiB + 2 bytes output", 413, "payload_too_large")
+	if r = c.call("GET", "/api/tasks/"+id3, nil).expect(t, "get after a 413", 200, ""); r.str("status") != "PROCESSING" || r.body["output"] != nil {
+		t.Fatalf("after a 413: %s", r.raw)
+	}
+	r = c.call("POST", "/api/tasks/"+id3+"/complete", map[string]any{"lease_token": token3, "output": map[string]any{"rows": 3}}).expect(t, "complete", 200, "")
 	if r.str("status") != "SUCCEEDED" {
 		t.Fatalf("complete: %s", r.raw)
+	}
+	if r = c.call("GET", "/api/tasks/"+id3, nil).expect(t, "get a completed task", 200, ""); fmt.Sprint(r.body["output"]) != "map[rows:3]" {
+		t.Fatalf("output after complete: %s", r.raw)
 	}
 	c.call("POST", "/api/tasks/"+id3+"/complete", map[string]any{"lease_token": token3}).expect(t, "complete twice", 409, "lease_lost")
 	// A permanent failure: FAILED.

@@ -323,6 +323,7 @@ func printTask(w io.Writer, asJSON bool, t *apiclient.Task) error {
 	row("processing_started_at", fmtTime(t.ProcessingStartedAt))
 	row("completed_at", fmtTime(t.CompletedAt))
 	row("last_error", oneLine(t.LastError))
+	row("output", string(t.Output))
 	row("created_at", fmtTime(&t.CreatedAt))
 	row("updated_at", fmtTime(&t.UpdatedAt))
 	return tw.Flush()

@@ -638,3 +638,28 @@ func TestClientWithWrongBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestTasksGetShowsOutput: `rota tasks get` shows a task's output, in both forms.
+func TestTasksGetShowsOutput(t *testing.T) {
+	a := newTestAPI(t, "")
+	task := decode[taskOut](t, a.ok(t, "enqueue", "noop", "--queue", "outs", "--json"))
+	ctx := context.Background()
+	claimed, err := a.store.ClaimTasks(ctx, store.ClaimParams{Queue: "outs", From: store.StatusPending, WorkerID: "w", Limit: 1, LeaseDuration: time.Minute})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %d", err, len(claimed))
+	}
+	if _, err := a.store.RecordOutcomes(ctx, []store.Outcome{{TaskID: claimed[0].ID, LeaseToken: claimed[0].LeaseToken,
+		Kind: store.Succeed, Output: json.RawMessage(`{"rows":3}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	out := a.ok(t, "tasks", "get", task.ID)
+	if !strings.Contains(out, "output:") || !strings.Contains(out, `{"rows":3}`) {
+		t.Errorf("tasks get (human) lacks the output:\n%s", out)
+	}
+	var got struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if err := json.Unmarshal([]byte(a.ok(t, "tasks", "get", task.ID, "--json")), &got); err != nil || compact(t, got.Output) != `{"rows":3}` {
+		t.Errorf("tasks get --json: output %s (%v)", got.Output, err)
+	}
+}

@@ -28,6 +28,7 @@ type Task struct {
 	ProcessingStartedAt *time.Time      `json:"processing_started_at"`
 	CompletedAt         *time.Time      `json:"completed_at"`
 	LastError           string          `json:"last_error"`
+	Output              json.RawMessage `json:"output"` // what the successful attempt returned; nil when none
 	CreatedAt           time.Time       `json:"created_at"`
 	UpdatedAt           time.Time       `json:"updated_at"`
 	// Warnings is set only in a create answer: the task was created, but no live
@@ -45,6 +46,9 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*t = Task(p)
+	if string(t.Output) == "null" {
+		t.Output = nil // JSON null: none
+	}
 	t.raw = append(json.RawMessage(nil), b...)
 	return nil
 }

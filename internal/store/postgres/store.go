@@ -8,6 +8,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -114,6 +115,7 @@ type taskScan struct {
 	lastError      pgtype.Text
 	groupKey       pgtype.Text
 	status         string
+	output         []byte // jsonb; nil = NULL
 }
 
 func (s *taskScan) dest() []any {
@@ -121,7 +123,7 @@ func (s *taskScan) dest() []any {
 	return []any{&s.id, &t.Queue, &t.Kind, &t.Payload, &s.status, &t.Priority, &t.ScheduledFor,
 		&t.AttemptCount, &t.MaxAttempts, &s.idempotencyKey, &t.TimeoutSeconds, &s.workerID,
 		&s.leaseToken, &s.leaseExpiresAt, &s.cancelReqAt, &s.enqueuedAt, &s.startedAt,
-		&s.completedAt, &s.lastError, &t.CreatedAt, &t.UpdatedAt, &s.groupKey}
+		&s.completedAt, &s.lastError, &t.CreatedAt, &t.UpdatedAt, &s.output, &s.groupKey}
 }
 
 func (s *taskScan) result() *store.Task {
@@ -140,6 +142,9 @@ func (s *taskScan) result() *store.Task {
 	t.CompletedAt = timePtr(s.completedAt)
 	t.LastError = s.lastError.String
 	t.GroupKey = s.groupKey.String
+	if s.output != nil {
+		t.Output = json.RawMessage(s.output)
+	}
 	t.ScheduledFor = t.ScheduledFor.UTC()
 	t.CreatedAt = t.CreatedAt.UTC()
 	t.UpdatedAt = t.UpdatedAt.UTC()

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 from _support import IntegrationTest, wait_status
 
-from rota import CANCELED, PENDING, PROCESSING, Client, NewTask, RotaError, parse_time
+from rota import CANCELED, MAX_OUTPUT_BYTES, PENDING, PROCESSING, SUCCEEDED, Client, NewTask, RotaError, parse_time
 
 
 class ClientTest(IntegrationTest):
@@ -108,6 +108,28 @@ class ClientTest(IntegrationTest):
         self.assertEqual(self.client.complete(c.id, c.lease_token).status, "SUCCEEDED")
         self.assertEqual(self.client.claim(self.queue, "py-by-hand", wait_seconds=0.2), [])
         wait_status(self.client, t.id, "SUCCEEDED")
+
+    def test_complete_with_output(self) -> None:
+        t = self.client.enqueue("x", queue=self.queue)
+        self.assertIsNone(t.output)
+        c = self.client.claim(self.queue, "py-output")[0]
+        done = self.client.complete(c.id, c.lease_token, output={"rows": [1, 2], "name": "é"})
+        self.assertEqual((done.status, done.output), (SUCCEEDED, {"rows": [1, 2], "name": "é"}))
+        self.assertEqual(self.client.get(t.id).output, {"rows": [1, 2], "name": "é"})
+        listed = self.client.list(queue=self.queue).tasks
+        self.assertEqual([x.output for x in listed], [{"rows": [1, 2], "name": "é"}])
+
+    def test_output_over_1_mib_is_413_and_changes_nothing(self) -> None:
+        t = self.client.enqueue("x", queue=self.queue)
+        c = self.client.claim(self.queue, "py-output")[0]
+        with self.assertRaises(RotaError) as cm:
+            self.client.complete(c.id, c.lease_token, output="x" * MAX_OUTPUT_BYTES)  # + 2 quotes
+        self.assertEqual((cm.exception.status, cm.exception.code), (413, "payload_too_large"))
+        still = self.client.get(t.id)
+        self.assertEqual((still.status, still.output), (PROCESSING, None))
+        # The lease still holds: an output of exactly the limit completes it.
+        done = self.client.complete(c.id, c.lease_token, output="x" * (MAX_OUTPUT_BYTES - 2))
+        self.assertEqual((done.status, len(done.output)), (SUCCEEDED, MAX_OUTPUT_BYTES - 2))
 
     def test_traceparent_reaches_the_claim(self) -> None:
         tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -13,7 +13,9 @@ from typing import Any
 
 import _support  # puts src/ on sys.path
 
-from rota import Client, NewTask, PermanentError, Retry, RotaError, TaskContext, Worker
+from rota import (
+    MAX_OUTPUT_BYTES, Client, NewTask, PermanentError, Retry, RotaError, Task, TaskContext, Worker, check_output,
+)
 
 
 class FakeAPI:
@@ -131,6 +133,21 @@ class ClientUnitTest(unittest.TestCase):
                          {"kind": "k", "payload": {"a": 1}, "queue": "q", "delay_seconds": 1.5, "priority": 0})
         with self.assertRaises(ValueError):
             NewTask("k", scheduled_for=datetime(2030, 1, 1)).to_json()  # naive: the zone would be a guess
+
+
+class OutputUnitTest(unittest.TestCase):
+    def test_check_output_measures_compact_json(self) -> None:
+        check_output({"a": [1, 2]})
+        check_output("x" * (MAX_OUTPUT_BYTES - 2))  # exactly the limit with its quotes
+        check_output(None)
+        for bad, why in (("x" * (MAX_OUTPUT_BYTES - 1), "more than"), (float("nan"), "JSON"), ({1, 2}, "JSON")):
+            with self.assertRaises(ValueError) as cm:
+                check_output(bad)
+            self.assertIn(why, str(cm.exception))
+
+    def test_task_json_output(self) -> None:
+        self.assertEqual(Task.from_json({"id": "i", "queue": "q", "kind": "k", "output": {"n": 1}}).output, {"n": 1})
+        self.assertIsNone(Task.from_json({"id": "i", "queue": "q", "kind": "k", "output": None}).output)
 
 
 class WorkerUnitTest(unittest.TestCase):

@@ -88,6 +88,32 @@ class WorkerTest(IntegrationTest):
                           lambda: (x := self.client.get(t.id)).status == PENDING and x.attempt_count == 1 and x)
         self.assertGreater(parse_time(back.scheduled_for), before + timedelta(minutes=55))
 
+    def test_return_value_is_the_output(self) -> None:
+        w = self.worker()
+        w.register("sum", lambda ctx: {"total": sum(ctx.payload["nums"])})
+        w.register("nothing", lambda ctx: None)
+        w.register("scalar", lambda ctx: [ctx.attempt, "done"])
+        summed = self.client.enqueue("sum", {"nums": [1, 2, 3]}, queue=self.queue)
+        nothing = self.client.enqueue("nothing", queue=self.queue)
+        scalar = self.client.enqueue("scalar", queue=self.queue)
+        w.start()
+        self.assertEqual(wait_status(self.client, summed.id, SUCCEEDED).output, {"total": 6})
+        self.assertIsNone(wait_status(self.client, nothing.id, SUCCEEDED).output)
+        self.assertEqual(wait_status(self.client, scalar.id, SUCCEEDED).output, [1, "done"])
+
+    def test_output_that_cannot_be_kept_fails_the_task(self) -> None:
+        w = self.worker()
+        w.register("huge", lambda ctx: "x" * (1 << 20))  # 2 bytes over with its quotes
+        w.register("not_json", lambda ctx: {"when": datetime.now(timezone.utc)})
+        huge = self.client.enqueue("huge", queue=self.queue, max_attempts=5)
+        not_json = self.client.enqueue("not_json", queue=self.queue, max_attempts=5)
+        w.start()
+        for t, why in ((huge, "more than the 1048576 allowed"), (not_json, "does not encode as JSON")):
+            done = wait_status(self.client, t.id, FAILED)
+            self.assertEqual((done.attempt_count, done.output), (1, None))
+            self.assertIn("invalid output", done.last_error)
+            self.assertIn(why, done.last_error)
+
     def test_permanent_error_fails_at_once(self) -> None:
         w = self.worker()
 

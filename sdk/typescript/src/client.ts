@@ -40,7 +40,40 @@ export interface CallOptions {
   tracestate?: string;
 }
 
+/** Options of {@link Client.complete}. */
+export interface CompleteOptions extends CallOptions {
+  /**
+   * The task's result: any JSON value, at most {@link MAX_OUTPUT_BYTES} of JSON text
+   * (larger: RotaError payload_too_large, 413, and the task stays PROCESSING under its
+   * lease). undefined or null: none.
+   */
+  output?: unknown;
+}
+
 export const DEFAULT_SERVER = "http://127.0.0.1:8080";
+
+/** A task's output at most: 1 MiB of compact JSON text (the server answers 413 past it). */
+export const MAX_OUTPUT_BYTES = 1 << 20;
+
+/**
+ * Throws (a TypeError or RangeError saying why) when value cannot be a task's output:
+ * JSON.stringify cannot encode it (a BigInt, a cycle) or its JSON is larger than
+ * {@link MAX_OUTPUT_BYTES}, measured as the server measures it. undefined is no output.
+ */
+export function checkOutput(value: unknown): void {
+  if (value === undefined) return;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (err) {
+    throw new TypeError(`the output does not encode as JSON: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  if (text === undefined) throw new TypeError(`the output does not encode as JSON: ${typeof value}`);
+  const size = Buffer.byteLength(text, "utf8");
+  if (size > MAX_OUTPUT_BYTES) {
+    throw new RangeError(`the output is ${size} bytes of JSON, more than the ${MAX_OUTPUT_BYTES} allowed`);
+  }
+}
 
 export class Client {
   readonly baseUrl: string;
@@ -148,12 +181,12 @@ export class Client {
     return this.#call("POST", `/api/tasks/${encodeURIComponent(id)}/heartbeat`, { body, ...opts });
   }
 
-  /** Reports success; the task becomes SUCCEEDED. */
-  async complete(id: string, leaseToken: string, opts?: CallOptions): Promise<Task> {
-    return this.#call("POST", `/api/tasks/${encodeURIComponent(id)}/complete`, {
-      body: { lease_token: leaseToken },
-      ...opts,
-    });
+  /** Reports success; the task becomes SUCCEEDED, with opts.output as its output. */
+  async complete(id: string, leaseToken: string, opts: CompleteOptions = {}): Promise<Task> {
+    const { output, ...call } = opts;
+    const body: Record<string, unknown> = { lease_token: leaseToken };
+    if (output !== undefined && output !== null) body.output = output;
+    return this.#call("POST", `/api/tasks/${encodeURIComponent(id)}/complete`, { body, ...call });
   }
 
   /** Reports a failure: PENDING again (retryable, attempts left), DEAD, FAILED or CANCELED. */

@@ -34,6 +34,8 @@ export interface Task<P = unknown> {
   processing_started_at: string | null;
   completed_at: string | null;
   last_error: string | null;
+  /** What the attempt that succeeded returned (any JSON value); null when none. */
+  output: unknown;
   created_at: string;
   updated_at: string;
 }

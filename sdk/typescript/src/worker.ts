@@ -6,7 +6,8 @@
  *   claim (long poll, never more tasks than free slots)
  *   -> handler(task, { signal }) runs, heartbeats extend the lease every heartbeatIntervalMs
  *   -> the outcome is reported with the claim's lease token:
- *        returned            complete
+ *        returned            complete, with the returned value as the task's output
+ *                            (a value that cannot be one: fail, not retryable)
  *        threw RetryError    fail, retryable, retry_after_seconds = afterSeconds
  *        threw PermanentError fail, not retryable (FAILED)
  *        threw anything else fail, retryable (the server's backoff)
@@ -21,7 +22,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 
-import { Client } from "./client.js";
+import { Client, checkOutput } from "./client.js";
 import { PermanentError, RetryError, isLeaseLost, RotaError } from "./errors.js";
 import type { ClaimedTask, FailRequest, Task } from "./types.js";
 
@@ -33,6 +34,10 @@ export interface HandlerContext {
   workerId: string;
 }
 
+/**
+ * Runs one attempt. What it returns (or resolves to) is the task's output: any JSON value
+ * of at most 1 MiB; undefined or null is none.
+ */
 export type Handler<P = unknown> = (task: ClaimedTask<P>, ctx: HandlerContext) => unknown | Promise<unknown>;
 
 export interface WorkerOptions {
@@ -282,13 +287,24 @@ export class Worker {
     const { task, ctl } = job;
     let failure: unknown;
     let ok = false;
+    let output: unknown;
     try {
       const handler = this.#handlers.get(task.kind);
       if (!handler) throw new Error(`no handler registered for kind "${task.kind}"`);
-      await handler(task, { signal: ctl.signal, workerId: this.workerId });
+      output = await handler(task, { signal: ctl.signal, workerId: this.workerId });
       ok = true;
     } catch (err) {
       failure = err;
+    }
+    if (ok) {
+      try {
+        checkOutput(output);
+      } catch (err) {
+        // Checked here, not left to the server's 413: a success whose result cannot be
+        // kept fails for good, with the reason, instead of silently losing it.
+        ok = false;
+        failure = new PermanentError(`invalid output: ${(err as Error).message}`);
+      }
     }
     clearInterval(job.heartbeat);
     clearTimeout(job.timeout);
@@ -303,7 +319,7 @@ export class Worker {
       return;
     }
     if (ok) {
-      await this.#report(job, "completed");
+      await this.#report(job, "completed", undefined, output);
       return;
     }
     await this.#report(job, "failed", failRequest(failure, reason));
@@ -311,14 +327,14 @@ export class Worker {
 
   // report sends the outcome, retrying transient failures while the lease may still
   // hold; a 409 means the lease is gone and nothing was written.
-  async #report(job: Job, kind: "completed" | "canceled" | "failed", fail?: FailRequest): Promise<void> {
+  async #report(job: Job, kind: "completed" | "canceled" | "failed", fail?: FailRequest, output?: unknown): Promise<void> {
     const { task } = job;
     const deadline = Date.now() + this.#leaseSeconds * 1000;
     for (let attempt = 1; ; attempt++) {
       try {
         const result = fail
           ? await this.client.fail(task.id, task.lease_token, fail, { traceparent: task.traceparent })
-          : await this.client.complete(task.id, task.lease_token, { traceparent: task.traceparent });
+          : await this.client.complete(task.id, task.lease_token, { output, traceparent: task.traceparent });
         if (kind === "failed" && fail) {
           this.#emit({ type: "failed", task: result, error: fail.error, retryable: fail.retryable !== false });
         } else {

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Client, RotaError } from "@rotaqueue/sdk";
+import { Client, MAX_OUTPUT_BYTES, RotaError, checkOutput } from "@rotaqueue/sdk";
 
 import { client, uniqueQueue } from "./helpers.mjs";
 
@@ -157,4 +157,42 @@ test("a traceparent given to enqueue reaches the worker's claim", async () => {
   assert.equal(claimed.get(plain.id).traceparent, undefined);
   const c = claimed.get(one.id);
   assert.equal((await client.complete(c.id, c.lease_token, { traceparent: c.traceparent })).status, "SUCCEEDED");
+});
+
+test("complete takes an output, which the task then shows", async () => {
+  const queue = uniqueQueue("output");
+  const task = await client.enqueue({ kind: "x", queue });
+  assert.equal(task.output, null);
+  const [c] = await client.claim(queue, { worker_id: "ts-output" });
+  const done = await client.complete(c.id, c.lease_token, { output: { rows: [1, 2], name: "é" } });
+  assert.equal(done.status, "SUCCEEDED");
+  assert.deepEqual(done.output, { rows: [1, 2], name: "é" });
+  assert.deepEqual((await client.get(task.id)).output, { rows: [1, 2], name: "é" });
+  assert.deepEqual((await client.list({ queue })).tasks.map((t) => t.output), [{ rows: [1, 2], name: "é" }]);
+});
+
+test("an output over 1 MiB is 413 payload_too_large and changes nothing", async () => {
+  const queue = uniqueQueue("big_output");
+  const task = await client.enqueue({ kind: "x", queue });
+  const [c] = await client.claim(queue, { worker_id: "ts-output" });
+  await assert.rejects(
+    client.complete(c.id, c.lease_token, { output: "x".repeat(MAX_OUTPUT_BYTES) }), // + 2 quotes
+    (err) => err instanceof RotaError && err.status === 413 && err.code === "payload_too_large",
+  );
+  const still = await client.get(task.id);
+  assert.equal(still.status, "PROCESSING");
+  assert.equal(still.output, null);
+  // The lease still holds: an output of exactly the limit completes the task.
+  const done = await client.complete(c.id, c.lease_token, { output: "x".repeat(MAX_OUTPUT_BYTES - 2) });
+  assert.equal(done.status, "SUCCEEDED");
+  assert.equal(done.output.length, MAX_OUTPUT_BYTES - 2);
+});
+
+test("checkOutput measures JSON as the server does", () => {
+  checkOutput({ a: [1, 2] });
+  checkOutput("x".repeat(MAX_OUTPUT_BYTES - 2));
+  checkOutput(undefined);
+  assert.throws(() => checkOutput("x".repeat(MAX_OUTPUT_BYTES - 1)), RangeError);
+  assert.throws(() => checkOutput(10n), TypeError);
+  assert.throws(() => checkOutput(() => 1), TypeError);
 });

@@ -96,6 +96,38 @@ test("RetryError retries after its delay, then the task succeeds", async (t) => 
   assert.ok(delayMs >= 990 && delayMs <= 1010, `due ${delayMs} ms after the failure`);
 });
 
+test("a handler's return value is the task's output", async (t) => {
+  const queue = uniqueQueue("output");
+  const worker = newWorker(t, { queue });
+  worker.handle("sum", async (task) => ({ total: task.payload.nums.reduce((a, b) => a + b, 0) }));
+  worker.handle("nothing", async () => {});
+  worker.handle("sync", (task) => [task.attempt_count, "done"]);
+  const summed = await client.enqueue({ kind: "sum", queue, payload: { nums: [1, 2, 3] } });
+  const nothing = await client.enqueue({ kind: "nothing", queue });
+  const sync = await client.enqueue({ kind: "sync", queue });
+  void worker.run();
+  assert.deepEqual((await waitForStatus(summed.id, "SUCCEEDED")).output, { total: 6 });
+  assert.equal((await waitForStatus(nothing.id, "SUCCEEDED")).output, null);
+  assert.deepEqual((await waitForStatus(sync.id, "SUCCEEDED")).output, [1, "done"]);
+});
+
+test("a returned value that cannot be an output fails the task for good", async (t) => {
+  const queue = uniqueQueue("bad_output");
+  const worker = newWorker(t, { queue });
+  worker.handle("huge", async () => "x".repeat(1 << 20)); // 2 bytes over with its quotes
+  worker.handle("bigint", async () => ({ n: 1n }));
+  const huge = await client.enqueue({ kind: "huge", queue, max_attempts: 5 });
+  const bigint = await client.enqueue({ kind: "bigint", queue, max_attempts: 5 });
+  void worker.run();
+  for (const [task, why] of [[huge, /more than the 1048576 allowed/], [bigint, /does not encode as JSON/]]) {
+    const done = await waitForStatus(task.id, "FAILED");
+    assert.equal(done.attempt_count, 1);
+    assert.equal(done.output, null);
+    assert.match(done.last_error, /invalid output/);
+    assert.match(done.last_error, why);
+  }
+});
+
 test("PermanentError fails the task for good", async (t) => {
   const queue = uniqueQueue("perm");
   const worker = newWorker(t, { queue });

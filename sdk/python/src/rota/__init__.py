@@ -15,7 +15,7 @@
 
 import logging
 
-from .client import DEFAULT_SERVER, Client
+from .client import DEFAULT_SERVER, MAX_OUTPUT_BYTES, Client, check_output
 from .errors import Cancelled, PermanentError, Retry, RotaError
 from .models import (
     CANCELED,
@@ -36,8 +36,8 @@ from .worker import Handler, TaskContext, Worker, WorkerStats
 
 __all__ = [
     "Attempt", "CANCELED", "Cancelled", "ClaimedTask", "Client", "DEAD", "DEFAULT_SERVER", "ENQUEUED",
-    "FAILED", "Handler", "NewTask", "PENDING", "PROCESSING", "PermanentError", "Retry", "RotaError",
-    "SUCCEEDED", "Task", "TaskContext", "TaskPage", "Worker", "WorkerStats", "parse_time",
+    "FAILED", "Handler", "MAX_OUTPUT_BYTES", "NewTask", "PENDING", "PROCESSING", "PermanentError", "Retry", "RotaError",
+    "SUCCEEDED", "Task", "TaskContext", "TaskPage", "Worker", "WorkerStats", "check_output", "parse_time",
 ]
 __version__ = "0.1.0"
 

@@ -187,11 +187,17 @@ class Client:
         _, answer = self._call("POST", f"/api/tasks/{_seg(task_id)}/heartbeat", body, trace=(traceparent, None))
         return Task.from_json(answer)
 
-    def complete(self, task_id: str, lease_token: str, *, traceparent: str | None = None) -> Task:
-        """Records success (SUCCEEDED). RotaError ``lease_lost`` (409) when the lease is gone.
-        ``traceparent`` (the claimed task's) puts the request in the task's trace."""
-        _, answer = self._call("POST", f"/api/tasks/{_seg(task_id)}/complete", {"lease_token": lease_token},
-                               trace=(traceparent, None))
+    def complete(self, task_id: str, lease_token: str, *, output: Any = None,
+                 traceparent: str | None = None) -> Task:
+        """Records success (SUCCEEDED), with ``output`` as the task's result (any JSON
+        value, at most ``MAX_OUTPUT_BYTES``; None: none). RotaError ``lease_lost`` (409)
+        when the lease is gone, ``payload_too_large`` (413) when the output is larger (the
+        task is unchanged: still PROCESSING under the lease). ``traceparent`` (the claimed
+        task's) puts the request in the task's trace."""
+        body: dict[str, Any] = {"lease_token": lease_token}
+        if output is not None:
+            body["output"] = output
+        _, answer = self._call("POST", f"/api/tasks/{_seg(task_id)}/complete", body, trace=(traceparent, None))
         return Task.from_json(answer)
 
     def fail(
@@ -249,6 +255,23 @@ class Client:
             raise RotaError("connection_error", f"{method} {self.base_url}{path}: {reason}") from err
         except ValueError as err:  # a 2xx whose body is not JSON: not Rota, or a proxy in between
             raise RotaError("invalid_response", f"{method} {self.base_url}{path}: {err}") from err
+
+
+MAX_OUTPUT_BYTES = 1 << 20
+"""A task's output at most: 1 MiB of compact JSON text (the server answers 413 past it)."""
+
+
+def check_output(output: Any) -> None:
+    """Raises ValueError when ``output`` cannot be a task's output: it does not encode as
+    JSON (NaN and infinities included) or is larger than ``MAX_OUTPUT_BYTES`` of compact
+    JSON, measured as the server measures it."""
+    try:
+        text = json.dumps(output, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"the output does not encode as JSON: {err}") from None
+    size = len(text.encode())
+    if size > MAX_OUTPUT_BYTES:
+        raise ValueError(f"the output is {size} bytes of JSON, more than the {MAX_OUTPUT_BYTES} allowed")
 
 
 def _seg(value: str) -> str:

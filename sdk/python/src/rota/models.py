@@ -61,6 +61,8 @@ class Task:
     processing_started_at: str | None = None
     completed_at: str | None = None
     last_error: str | None = None
+    #: What the attempt that succeeded returned (any JSON value); None when none.
+    output: Any = None
     created_at: str | None = None
     updated_at: str | None = None
     #: Set on what ``enqueue`` returns: the task was created, but no live worker may run it

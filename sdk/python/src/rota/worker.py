@@ -25,12 +25,16 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Callable, Sequence
 
-from .client import Client
+from .client import Client, check_output
 from .errors import Cancelled, PermanentError, Retry, RotaError
 from .models import ClaimedTask
 
 Handler = Callable[["TaskContext"], Any]
-"""A handler takes the task's context; returning means success, raising means failure."""
+"""A handler takes the task's context; returning means success, raising means failure.
+
+What it returns (any JSON value, at most 1 MiB of compact JSON) becomes the task's output;
+None means none. A return value that cannot be an output fails the task permanently,
+rather than losing the result."""
 
 _MAX_CLAIM = 100  # the API's cap on one claim's limit
 
@@ -341,11 +345,11 @@ class Worker:
             timer.daemon = True
             timer.start()
         try:
-            err = self._call(att)
+            output, err = self._call(att)
             if timer:
                 timer.cancel()
             if not att.abandoned:
-                self._report(att, err)
+                self._report(att, err, output)
         finally:
             att.settled.set()
             with self._slots:
@@ -353,17 +357,25 @@ class Worker:
                 self._free += 1
                 self._slots.notify_all()
 
-    def _call(self, att: _Attempt) -> BaseException | None:
+    def _call(self, att: _Attempt) -> tuple[Any, BaseException | None]:
+        """Runs the handler: its return value (the task's output) or its exception."""
         handler = self._handlers.get(att.task.kind)
         if handler is None:
-            return LookupError(f"no handler registered for kind {att.task.kind!r} on worker {self.worker_id}")
+            return None, LookupError(f"no handler registered for kind {att.task.kind!r} on worker {self.worker_id}")
         try:
-            handler(att.ctx)
-            return None
+            output = handler(att.ctx)
         except Exception as err:  # noqa: BLE001 - any exception is a (retryable) failure
-            return err
+            return None, err
+        if output is not None:
+            try:
+                check_output(output)
+            except ValueError as err:
+                # Checked here, not left to the server's 413: a success whose result cannot
+                # be kept fails for good, with the reason, instead of silently losing it.
+                return None, PermanentError(f"invalid output: {err}")
+        return output, None
 
-    def _report(self, att: _Attempt, err: BaseException | None) -> None:
+    def _report(self, att: _Attempt, err: BaseException | None, output: Any = None) -> None:
         task, ctx = att.task, att.ctx
         if ctx.lease_lost:
             self._count("lease_lost")
@@ -371,7 +383,8 @@ class Worker:
                              task.id, "ok" if err is None else _describe(err))
             return
         if err is None:
-            self._send(att, "complete", lambda: self.client.complete(task.id, task.lease_token, traceparent=task.traceparent or None))
+            self._send(att, "complete", lambda: self.client.complete(task.id, task.lease_token, output=output,
+                                                                      traceparent=task.traceparent or None))
             return
         retryable, after = True, None
         message = _describe(err)
