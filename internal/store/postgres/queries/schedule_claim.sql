@@ -50,11 +50,15 @@ WITH due AS MATERIALIZED (
     LIMIT {{limit}}
     FOR UPDATE SKIP LOCKED
 ), state AS MATERIALIZED (
+    -- Scalar subqueries, one primary-key probe each, and none for allow (CASE): an
+    -- EXISTS here may be planned as a hashed subplan, a scan of every task.
     SELECT d.*,
-           d.overlap <> 'allow' AND EXISTS (SELECT 1 FROM rota.tasks c WHERE c.id = d.current_run_id
-                                              AND c.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')) AS busy,
-           d.overlap <> 'allow' AND EXISTS (SELECT 1 FROM rota.tasks w WHERE w.id = d.waiting_run_id
-                                              AND w.status = 'PENDING') AS waiting
+           CASE WHEN d.overlap = 'allow' OR d.current_run_id IS NULL THEN false
+                ELSE coalesce((SELECT c.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
+                               FROM rota.tasks c WHERE c.id = d.current_run_id), false) END AS busy,
+           CASE WHEN d.overlap = 'allow' OR d.waiting_run_id IS NULL THEN false
+                ELSE coalesce((SELECT w.status = 'PENDING'
+                               FROM rota.tasks w WHERE w.id = d.waiting_run_id), false) END AS waiting
     FROM due d
 ), locked AS MATERIALIZED (
     SELECT c.id
