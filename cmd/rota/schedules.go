@@ -141,8 +141,8 @@ func runSchedulesList(ctx context.Context, args []string, stdout, stderr io.Writ
 type scheduleFlags struct {
 	cron, tz, kind, queue, payload, payloadFile, catchUp, overlap string
 	maxAttempts                                                   int
-	enabled, disabled                                    bool
-	set                                                  map[string]bool
+	enabled, disabled                                             bool
+	set                                                           map[string]bool
 }
 
 func (f *scheduleFlags) register(fs *flag.FlagSet, update bool) {
