@@ -445,23 +445,16 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 			if err != nil { // validated above
 				panic(fmt.Sprintf("memory store: %s: %v", op, err))
 			}
-			// As schedule_claim.sql, the new runs are tracked by the ids they were given
-			// even when the tick's run existed (then the id names no task, which counts
-			// as finished).
-			id := task.ID
-			if !inserted {
-				id = uuid.New()
+			if !inserted { // the tick's run existed: it changes nothing
+				continue
 			}
+			id := task.ID
 			if j >= p.heldFrom {
-				if sc.WaitingRunID == nil || *sc.WaitingRunID != id {
-					sc.WaitingRunID = &id
-				}
+				sc.WaitingRunID = &id
 			} else {
 				sc.CurrentRunID = &id
 			}
-			if inserted {
-				p.claim.Runs = append(p.claim.Runs, task)
-			}
+			p.claim.Runs = append(p.claim.Runs, task)
 		}
 		if sc.Overlap == store.OverlapCancelOther && p.busy && len(p.ticks) > 0 {
 			// After the new run became current, as the SQL's trigger fires after the

@@ -130,6 +130,17 @@ func testOverlapAllow(t *testing.T, s store.Store) {
 		t.Fatalf("run 1 is %s, want still PROCESSING", got)
 	}
 	wantIDPtr(t, "CurrentRunID", d.state().CurrentRunID, r3.Runs[0])
+
+	// A tick whose run exists (next_run_at moved back onto it) inserts nothing and does
+	// not become the current run: after a switch to skip, run 3 still blocks.
+	reschedule(t, s, d.name, d.base.Add(time.Duration(d.n)*time.Second))
+	wantRuns(t, "the same tick again", claimOf(t, claimSchedules(t, s, 10), d.name), 0)
+	wantIDPtr(t, "CurrentRunID after a repeated tick", d.state().CurrentRunID, r3.Runs[0])
+	skip := store.OverlapSkip
+	if _, err := s.UpdateSchedule(ctx(t), d.name, store.ScheduleUpdate{Overlap: &skip}); err != nil {
+		t.Fatal(err)
+	}
+	wantRuns(t, "tick 4 under skip while run 3 waits", d.tick(), 0)
 }
 
 // testOverlapSkip: no run while the previous one is unfinished (PENDING, PROCESSING);

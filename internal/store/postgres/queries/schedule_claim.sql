@@ -5,7 +5,7 @@
 --             meanwhile is re-checked and dropped);
 --   state:    for overlap other than allow, whether the current run is unfinished
 --             (busy) and a held run waits (waiting); a current_run_id naming no live task
---             counts as finished (the trigger of migration 0017 clears it, this is the
+--             counts as finished (the trigger of migration 0017 clears it; this is the
 --             belt to its braces);
 --   locked:   cancel_other: the busy current run, locked FOR UPDATE SKIP LOCKED. A run
 --             another transaction holds (its outcome being written, whose trigger waits
@@ -16,10 +16,6 @@
 --             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit), then per
 --             overlap policy (rota.schedule_overlap_ticks, migration 0017);
 --   runs:     one row per run with its id and whether it is held (buffer_one);
---   latest:   per schedule, the newest due run and the held run;
---   advanced: next_run_at moves on; last_run_at is the last tick handled and
---             last_enqueued_at now(), when the claim handled a tick (skip may handle none);
---             current_run_id / waiting_run_id name the new runs; skipped ticks counted;
 --   canceled: cancel_other: the previous run, as CancelTask does (PENDING or ENQUEUED ->
 --             CANCELED, PROCESSING gets cancel_requested_at and a rota_cancel
 --             notification);
@@ -27,8 +23,12 @@
 --             tick> (store.ScheduleRunKey), due at the tick (a held run at 9999-12-31,
 --             store.HeldRunAt), with the columns and defaults of CreateTasks. ON CONFLICT
 --             DO NOTHING on the idempotency index: a tick whose run exists is never
---             enqueued again (current_run_id may then name an id that was not inserted:
---             state counts it finished). The insert trigger wakes the workers.
+--             enqueued again (and does not become the current run). The insert trigger
+--             wakes the workers.
+--   latest:   per schedule, the newest due run and the held run that were inserted;
+--   advanced: next_run_at moves on; last_run_at is the last tick handled and
+--             last_enqueued_at now(), when the claim handled a tick (skip may handle none);
+--             current_run_id / waiting_run_id name the new runs; skipped ticks counted.
 --
 -- Run ids are version-7 UUIDs made here: the 48-bit Unix milliseconds, then a 24-bit
 -- counter in tick order (in rand_a and the top of rand_b) so that one claim's runs sort
@@ -83,24 +83,6 @@ WITH due AS MATERIALIZED (
             || right(replace(gen_random_uuid()::text, '-', ''), 12))::uuid AS run_id
     FROM planned p, unnest(p.ticks) WITH ORDINALITY AS r (tick, ord)
     WINDOW w AS (ORDER BY p.name, r.ord)
-), latest AS (
-    SELECT schedule_id,
-           (array_agg(run_id ORDER BY ord DESC) FILTER (WHERE NOT held))[1] AS current_id,
-           (array_agg(run_id) FILTER (WHERE held))[1] AS waiting_id
-    FROM runs
-    GROUP BY schedule_id
-), advanced AS (
-    UPDATE rota.schedules s
-    SET next_run_at      = p.new_next_run_at,
-        last_run_at      = coalesce(p.ticks[cardinality(p.ticks)], s.last_run_at),
-        last_enqueued_at = CASE WHEN cardinality(p.ticks) > 0 THEN now() ELSE s.last_enqueued_at END,
-        current_run_id   = coalesce(l.current_id, s.current_run_id),
-        waiting_run_id   = coalesce(l.waiting_id, s.waiting_run_id),
-        skipped_ticks    = s.skipped_ticks + p.skipped,
-        last_skipped_at  = CASE WHEN p.skipped > 0 THEN now() ELSE s.last_skipped_at END,
-        updated_at       = now()
-    FROM planned p LEFT JOIN latest l ON l.schedule_id = p.id
-    WHERE s.id = p.id
 ), canceled AS (
     UPDATE rota.tasks t
     SET status = CASE WHEN t.status = 'PROCESSING' THEN t.status ELSE 'CANCELED' END,
@@ -124,6 +106,26 @@ WITH due AS MATERIALIZED (
         WHERE idempotency_key IS NOT NULL AND status NOT IN ('DEAD', 'FAILED', 'CANCELED')
         DO NOTHING
     RETURNING t.*
+), latest AS (
+    -- From what was inserted: a tick whose run existed changes neither.
+    SELECT split_part(i.idempotency_key, ':', 2) AS name,
+           (array_agg(i.id ORDER BY i.scheduled_for DESC)
+                FILTER (WHERE i.scheduled_for <> '9999-12-31 00:00:00+00'))[1] AS current_id,
+           (array_agg(i.id) FILTER (WHERE i.scheduled_for = '9999-12-31 00:00:00+00'))[1] AS waiting_id
+    FROM inserted i
+    GROUP BY 1
+), advanced AS (
+    UPDATE rota.schedules s
+    SET next_run_at      = p.new_next_run_at,
+        last_run_at      = coalesce(p.ticks[cardinality(p.ticks)], s.last_run_at),
+        last_enqueued_at = CASE WHEN cardinality(p.ticks) > 0 THEN now() ELSE s.last_enqueued_at END,
+        current_run_id   = coalesce(l.current_id, s.current_run_id),
+        waiting_run_id   = coalesce(l.waiting_id, s.waiting_run_id),
+        skipped_ticks    = s.skipped_ticks + p.skipped,
+        last_skipped_at  = CASE WHEN p.skipped > 0 THEN now() ELSE s.last_skipped_at END,
+        updated_at       = now()
+    FROM planned p LEFT JOIN latest l ON l.name = p.name
+    WHERE s.id = p.id
 )
 SELECT p.name, p.skipped, p.new_next_run_at, i.id IS NOT NULL AS has_run,
        i.id, coalesce(i.queue, ''), coalesce(i.kind, ''), coalesce(i.payload, '{}'),
