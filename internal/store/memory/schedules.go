@@ -478,7 +478,7 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 	return claims, nil
 }
 
-// overlapTicks is rota.schedule_overlap_ticks (migration 0017): which of the ticks
+// overlapTicks is the overlap rule of queries/schedule_claim.sql (planned): which of the ticks
 // catch-up chose get a run under the overlap policy, and the index of the first run
 // that is held (len(run) when none is).
 func overlapTicks(ticks []time.Time, overlap store.Overlap, busy, waiting bool) (run []time.Time, heldFrom int) {

@@ -1,6 +1,5 @@
 DROP TRIGGER tasks_schedule_run_ended ON rota.tasks;
 DROP FUNCTION rota.schedule_run_ended();
-DROP FUNCTION rota.schedule_overlap_ticks(timestamptz[], text, boolean, boolean);
 -- Held runs would never become due without the trigger: they run now.
 UPDATE rota.tasks SET scheduled_for = now(), updated_at = now()
 WHERE id IN (SELECT waiting_run_id FROM rota.schedules WHERE waiting_run_id IS NOT NULL)

@@ -13,8 +13,13 @@
 --             planned, not advanced, still due for the next claim. So a claim never
 --             waits for a task lock while holding a schedule's, and cannot deadlock;
 --   planned:  their ticks per catch-up policy (rota.schedule_due_ticks, migration 0004;
---             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit), then per
---             overlap policy (rota.schedule_overlap_ticks, migration 0017);
+--             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit), then which of
+--             them run per overlap policy (the rule of store.Overlap, in a CASE: a
+--             PL/pgSQL call per schedule cost more): allow all; skip the first unless
+--             busy; cancel_other the last; buffer_one the first and the second held when
+--             not busy, the first held when busy and none waits, else none. held_from is
+--             the ordinal of the first held run (past the end: none). The others are
+--             skipped, and counted;
 --   runs:     one row per run with its id and whether it is held (buffer_one);
 --   canceled: cancel_other: the previous run, as CancelTask does (PENDING or ENQUEUED ->
 --             CANCELED, PROCESSING gets cancel_requested_at and a rota_cancel
@@ -66,11 +71,19 @@ WITH due AS MATERIALIZED (
     WHERE s.overlap = 'cancel_other' AND s.busy
     FOR UPDATE OF c SKIP LOCKED
 ), planned AS MATERIALIZED (
-    SELECT s.*, o.run_ticks AS ticks, o.held_from, p.skipped + o.skipped AS skipped,
+    SELECT s.*, o.run_ticks AS ticks, o.held_from,
+           p.skipped + cardinality(p.ticks) - cardinality(o.run_ticks) AS skipped,
            p.next_run_at AS new_next_run_at
     FROM state s,
          LATERAL rota.schedule_due_ticks(s.cron_spec, s.timezone, s.next_run_at, s.catch_up, {{max_runs}}, {{scan_limit}}) p,
-         LATERAL rota.schedule_overlap_ticks(p.ticks, s.overlap, s.busy, s.waiting) o
+         LATERAL (SELECT CASE
+                      WHEN s.overlap = 'allow' OR cardinality(p.ticks) = 0 THEN p.ticks
+                      WHEN s.overlap = 'skip' THEN CASE WHEN s.busy THEN '{}' ELSE p.ticks[1:1] END
+                      WHEN s.overlap = 'cancel_other' THEN p.ticks[cardinality(p.ticks):cardinality(p.ticks)]
+                      WHEN s.busy THEN CASE WHEN s.waiting THEN '{}' ELSE p.ticks[1:1] END
+                      ELSE p.ticks[1:2] END AS run_ticks,
+                  CASE WHEN s.overlap <> 'buffer_one' THEN cardinality(p.ticks) + 1
+                       WHEN s.busy THEN 1 ELSE 2 END AS held_from) o
     WHERE NOT (s.overlap = 'cancel_other' AND s.busy AND cardinality(p.ticks) > 0
                AND s.current_run_id NOT IN (SELECT id FROM locked))
 ), runs AS MATERIALIZED (
