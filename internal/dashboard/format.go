@@ -28,6 +28,8 @@ func templateFuncs() template.FuncMap {
 		"statuses":    func() []store.Status { return store.AllStatuses },
 		"pathEscape":  url.PathEscape,
 		"list":        func(v ...any) []any { return v },
+		// held: a buffer_one schedule run waiting for the running one (never due).
+		"held": func(t time.Time) bool { return t.Equal(store.HeldRunAt) },
 	}
 }
 
