@@ -63,12 +63,13 @@ func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 				return nil
 			})
 			var elapsed time.Duration
+			var obs claimCounter
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				fillGroupedBacklog(b, pool, st, v.groups)
 				done.Store(0)
 				finished = make(chan struct{})
-				w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux,
+				w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, Observer: &obs,
 					Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 				if err != nil {
 					b.Fatal(err)
@@ -88,9 +89,20 @@ func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(flowBacklog*b.N)/elapsed.Seconds(), "tasks/s")
+			b.ReportMetric(float64(obs.claims.Load())/float64(b.N), "claims/op")
+			b.ReportMetric(float64(obs.held.Load())/float64(b.N), "held/op")
 		})
 	}
 }
+
+// claimCounter counts a worker's claims and the ones held back by a queue setting.
+type claimCounter struct {
+	runtime.NopObserver
+	claims, held atomic.Int64
+}
+
+func (c *claimCounter) ClaimDone(string, int, time.Duration, error) { c.claims.Add(1) }
+func (c *claimCounter) ClaimHeldBack(string, store.HoldBack)        { c.held.Add(1) }
 
 // fillGroupedBacklog empties the table and inserts flowBacklog due noop tasks, spread
 // round robin over groups group keys (0: none), then vacuums.

@@ -220,18 +220,32 @@ DECLARE
     r record;
     gr record;
 BEGIN
-    SELECT * INTO s FROM rota.queues q WHERE q.name = p_queue;
+    -- A limited queue's row is locked at once (one statement): the claim waits for the
+    -- queue's other claims, and reads the settings as they are once they are done (a
+    -- change committed meanwhile is in force for it: the row is read again after the
+    -- wait, and if it no longer has limits it is not locked). The same statement looks
+    -- whether the queue has grouped tasks (fairness; not a count a limit relies on).
+    SELECT q AS settings, EXISTS (SELECT 1 FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
+                                    AND t.group_key IS NOT NULL) AS grouped
+    INTO r
+    FROM rota.queues q
+    WHERE q.name = p_queue AND NOT q.paused
+      AND (q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL
+           OR q.group_concurrency IS NOT NULL OR q.group_rate_limit IS NOT NULL)
+    FOR NO KEY UPDATE OF q;
     IF FOUND THEN
-        v_limited := s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
-                  OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL;
-        IF v_limited AND NOT s.paused THEN
-            -- Serialise: wait for the queue's other claims, and read the settings as
-            -- they are now (a change committed meanwhile is in force for this claim).
-            SELECT * INTO s FROM rota.queues q WHERE q.name = p_queue FOR NO KEY UPDATE;
-            v_now := clock_timestamp();
-            v_limited := s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
-                      OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL;
-        END IF;
+        s := r.settings;
+        v_grouped := r.grouped;
+        v_limited := true;
+        v_now := clock_timestamp();
+    ELSE
+        -- Paused, no limits, or no settings: nothing to serialise.
+        SELECT q AS settings, EXISTS (SELECT 1 FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
+                                        AND t.group_key IS NOT NULL) AS grouped
+        INTO r
+        FROM (SELECT 1) one LEFT JOIN rota.queues q ON q.name = p_queue;
+        s := r.settings;
+        v_grouped := r.grouped;
         IF s.paused THEN
             held := 'paused';
             RETURN NEXT;
@@ -339,8 +353,6 @@ BEGIN
         -- has only that turn: the claim of claim_tasks.sql under the queue's limits.
         -- Each round is one statement over the groups (a loose index scan of tasks_fair_*,
         -- read lazily: it stops once the room is filled), not one per group.
-        v_grouped := EXISTS (SELECT 1 FROM rota.tasks t
-                             WHERE t.status = p_status AND t.queue = p_queue AND t.group_key IS NOT NULL);
         IF v_grouped THEN
             SELECT c.group_key INTO v_start FROM rota.queue_cursors c WHERE c.queue = p_queue;
         END IF;
@@ -350,9 +362,32 @@ BEGIN
             v_grl := s.group_rate_limit;
             v_grper := make_interval(secs => s.group_rate_per_seconds);
         END IF;
+        IF NOT v_grouped THEN
+            -- The claim of claim_tasks.sql (without its hint), for what the limits let in.
+            SELECT array_agg(d.id) INTO v_got FROM (
+                WITH RECURSIVE levels(priority) AS (
+                    SELECT 32767::smallint
+                  UNION ALL
+                    SELECT (SELECT t.priority FROM rota.tasks t
+                            WHERE t.status = p_status AND t.queue = p_queue AND t.priority < levels.priority
+                            ORDER BY t.priority DESC LIMIT 1)
+                    FROM levels WHERE levels.priority IS NOT NULL
+                )
+                SELECT l.id FROM levels
+                CROSS JOIN LATERAL (
+                    SELECT t.id FROM rota.tasks t
+                    WHERE t.status = p_status AND t.queue = p_queue AND t.priority = levels.priority
+                      AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+                    ORDER BY t.scheduled_for, t.id
+                    LIMIT v_room
+                    FOR UPDATE SKIP LOCKED) l
+                LIMIT v_room) d;
+            v_ids := coalesce(v_got, '{}');
+            v_room := v_room - cardinality(v_ids);
+        END IF;
         v_level := 32767;
         <<levels>>
-        WHILE v_room > 0 LOOP
+        WHILE v_grouped AND v_room > 0 LOOP
             SELECT t.priority INTO v_level FROM rota.tasks t
             WHERE t.status = p_status AND t.queue = p_queue AND t.priority < v_level
             ORDER BY t.priority DESC LIMIT 1;
