@@ -46,6 +46,7 @@ BEGIN
         SELECT count(*) INTO v_n FROM (
             SELECT 1 FROM rota.tasks t
             WHERE t.status = 'PROCESSING' AND t.queue = p_queue AND t.group_key = p_group
+            ORDER BY t.queue, t.group_key
             LIMIT s.group_concurrency) r;
         room := least(room, s.group_concurrency - v_n);
         IF room <= 0 THEN
@@ -93,6 +94,7 @@ LANGUAGE sql STABLE AS $$
             p_gc - (SELECT count(*) FROM (
                 SELECT 1 FROM rota.tasks t
                 WHERE t.status = 'PROCESSING' AND t.queue = p_queue AND t.group_key = p_group
+                ORDER BY t.queue, t.group_key -- tasks_running's order: never a scan
                 LIMIT p_gc) r)::integer AS conc,
             p_grl - w.n AS rate,
             coalesce(w.oldest, p_now) AS oldest,
@@ -225,8 +227,12 @@ BEGIN
     -- change committed meanwhile is in force for it: the row is read again after the
     -- wait, and if it no longer has limits it is not locked). The same statement looks
     -- whether the queue has grouped tasks (fairness; not a count a limit relies on).
-    SELECT q AS settings, EXISTS (SELECT 1 FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
-                                    AND t.group_key IS NOT NULL) AS grouped
+    SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
+                                  AND t.group_key IS NOT NULL
+                                  -- tasks_fair_*'s order: one probe of it, never a scan of
+                                  -- the table (EXISTS would drop the ORDER BY, and the
+                                  -- planner likes a scan when many tasks are grouped).
+                                  ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped
     INTO r
     FROM rota.queues q
     WHERE q.name = p_queue AND NOT q.paused
@@ -240,8 +246,9 @@ BEGIN
         v_now := clock_timestamp();
     ELSE
         -- Paused, no limits, or no settings: nothing to serialise.
-        SELECT q AS settings, EXISTS (SELECT 1 FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
-                                        AND t.group_key IS NOT NULL) AS grouped
+        SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
+                                      AND t.group_key IS NOT NULL
+                                      ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped
         INTO r
         FROM (SELECT 1) one LEFT JOIN rota.queues q ON q.name = p_queue;
         s := r.settings;
@@ -259,6 +266,7 @@ BEGIN
         -- tasks_running: never more entries than the limit read.
         SELECT count(*) INTO v_n FROM (
             SELECT 1 FROM rota.tasks t WHERE t.status = 'PROCESSING' AND t.queue = p_queue
+            ORDER BY t.queue, t.group_key -- tasks_running's order: never a scan
             LIMIT s.concurrency) x;
         IF s.concurrency - v_n < v_room THEN
             v_room := greatest(0, s.concurrency - v_n);
