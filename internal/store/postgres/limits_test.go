@@ -413,3 +413,59 @@ func TestClaimGroupsUnderLimitsTakesWhatFits(t *testing.T) {
 		t.Fatalf("%d running, want 6", running)
 	}
 }
+
+// SQS mode's enqueuer sends no more than the queue's settings let run now (LIMITS.md
+// rule 9): the claim would only turn the rest away, and the workers hide them again.
+func TestEnqueueDueSendsWhatMayRun(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	send := func(queue string) int {
+		t.Helper()
+		n, err := st.EnqueueDue(ctx, store.EnqueueParams{Queue: queue, Limit: 50, RedeliverAfter: time.Hour},
+			func(_ context.Context, ids []uuid.UUID) ([]uuid.UUID, error) { return ids, nil })
+		if err != nil {
+			t.Fatalf("enqueue due: %v", err)
+		}
+		return n
+	}
+
+	createN(t, st, "paused", 5, noGroup)
+	setQueue(t, st, "paused", store.QueuePatch{Paused: new(true)})
+	if n := send("paused"); n != 0 {
+		t.Errorf("paused: sent %d, want none", n)
+	}
+	setQueue(t, st, "paused", store.QueuePatch{Paused: new(false)})
+	if n := send("paused"); n != 5 {
+		t.Errorf("resumed: sent %d, want 5", n)
+	}
+
+	createN(t, st, "conc", 10, noGroup)
+	setQueue(t, st, "conc", store.QueuePatch{Concurrency: intChange(3)})
+	if got := mustClaim(t, st, store.ClaimParams{Queue: "conc", Limit: 1}); len(got) != 1 {
+		t.Fatalf("claimed %d, want 1", len(got))
+	}
+	if n := send("conc"); n != 2 { // 3 - 1 running
+		t.Errorf("concurrency 3, one running: sent %d, want 2", n)
+	}
+	if n := send("conc"); n != 0 { // 1 running + 2 sent, unclaimed
+		t.Errorf("concurrency 3, one running, two sent: sent %d, want none", n)
+	}
+
+	createN(t, st, "rate", 10, noGroup)
+	setQueue(t, st, "rate", store.QueuePatch{Rate: rateChange(4, 60)})
+	if got := mustClaim(t, st, store.ClaimParams{Queue: "rate", Limit: 1}); len(got) != 1 {
+		t.Fatalf("claimed %d, want 1", len(got))
+	}
+	if n := send("rate"); n != 3 { // 4 - 1 claimed in the window
+		t.Errorf("rate 4 per minute, one claim: sent %d, want 3", n)
+	}
+	if n := send("rate"); n != 0 {
+		t.Errorf("rate 4 per minute, one claim, three sent: sent %d, want none", n)
+	}
+
+	createN(t, st, "free", 7, noGroup)
+	if n := send("free"); n != 7 {
+		t.Errorf("no settings: sent %d, want 7", n)
+	}
+}
