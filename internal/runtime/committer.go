@@ -28,6 +28,11 @@ type committer struct {
 	// held counts the outcomes submitted and not yet written or dropped; an outage's
 	// recovery waits for it to reach 0 before claims resume (waitHeld).
 	held atomic.Int64
+
+	// hurry (buffer 1) ends the wait of the batch being collected: a fetcher held back
+	// by a concurrency limit waits for outcomes to be written (heldback.go), and the
+	// limit counts a task until its outcome is written, not until its handler returned.
+	hurry chan struct{}
 }
 
 type pendingOutcome struct {
@@ -38,8 +43,17 @@ type pendingOutcome struct {
 func newCommitter(w *Worker) *committer {
 	return &committer{
 		w:    w,
-		in:   make(chan pendingOutcome, w.cfg.Concurrency),
-		done: make(chan struct{}),
+		in:    make(chan pendingOutcome, w.cfg.Concurrency),
+		done:  make(chan struct{}),
+		hurry: make(chan struct{}, 1),
+	}
+}
+
+// expedite has the batch being collected written now instead of after CommitInterval.
+func (c *committer) expedite() {
+	select {
+	case c.hurry <- struct{}{}:
+	default:
 	}
 }
 
@@ -114,6 +128,8 @@ func (c *committer) collect(ctx context.Context, first pendingOutcome) []pending
 			select {
 			case p = <-c.in:
 			case <-timeout:
+				return batch
+			case <-c.hurry:
 				return batch
 			case <-ctx.Done():
 				timeout = nil

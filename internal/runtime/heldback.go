@@ -56,6 +56,9 @@ func (f *fetcher) waitHeld(ctx context.Context, r store.ClaimReport) bool {
 		case <-f.committed:
 		default:
 		}
+		// Finished tasks count against the limit until their outcomes are written:
+		// have the committer write what it holds now rather than after its interval.
+		f.w.committer.expedite()
 		d, woken = loop.Jitter(heldRetry), f.committed
 	}
 	t := time.NewTimer(d)
