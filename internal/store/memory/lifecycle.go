@@ -36,6 +36,11 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 		}
 	}
 	now := s.clock()
+	var b *claimBudget // nil: the queue has no limits (rules 1-7 of flow control)
+	if set := s.limitsOf(p.Queue); set != nil {
+		b = s.budget(set, p.Limit, now)
+		defer b.done()
+	}
 	var picked []*entry
 	if p.TaskIDs != nil { // a restriction, even to nothing
 		seen := map[uuid.UUID]bool{}
@@ -57,10 +62,21 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 			}
 			return 1
 		})
-		for _, it := range items[:min(len(items), p.Limit)] {
+		for _, it := range items {
+			if len(picked) == p.Limit {
+				break
+			}
+			if b != nil {
+				if !b.admits(it.e.task.GroupKey) {
+					continue
+				}
+				b.took(it.e.task.GroupKey)
+			}
 			picked = append(picked, it.e)
 		}
-	} else if cq := s.claimable[queueStatus{p.Queue, p.From}]; cq != nil {
+	} else if cq := s.claimable[queueStatus{p.Queue, p.From}]; cq != nil && b != nil {
+		picked = s.claimLimited(cq, b)
+	} else if cq != nil {
 		for len(picked) < p.Limit {
 			e := cq.next(now)
 			if e == nil {

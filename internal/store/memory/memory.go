@@ -52,6 +52,10 @@ type Store struct {
 	served      map[string]map[string]time.Time // queue -> enqueuer -> served until; queuemode.go
 	workers     map[string]*store.Worker        // by id; workers.go
 	queues      map[string]*store.QueueSettings // configured queues; queues.go
+	// groupRunning counts each group's PROCESSING tasks, claimLogs the recent claims of
+	// rate-limited queues: what limits.go reads.
+	groupRunning map[queueGroup]int
+	claimLogs    map[string]*claimLog
 }
 
 // entry is one task and everything hanging off it.
@@ -67,17 +71,18 @@ type entry struct {
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		now:         func() time.Time { return time.Now() },
-		rnd:         rand.Float64,
-		tasks:       map[uuid.UUID]*entry{},
-		idempotency: map[string]*entry{},
-		claimable:   map[queueStatus]*claimQueue{},
-		leases:      minHeap[leaseItem]{less: leaseLess},
-		processing:  map[uuid.UUID]*entry{},
-		counts:      map[string]map[store.Status]int64{},
-		subs:        map[int]chan string{},
-		listeners:   map[int]chan store.Notification{},
-		schedules:   map[string]*schedule{},
+		now:          func() time.Time { return time.Now() },
+		rnd:          rand.Float64,
+		tasks:        map[uuid.UUID]*entry{},
+		idempotency:  map[string]*entry{},
+		claimable:    map[queueStatus]*claimQueue{},
+		leases:       minHeap[leaseItem]{less: leaseLess},
+		processing:   map[uuid.UUID]*entry{},
+		counts:       map[string]map[store.Status]int64{},
+		subs:         map[int]chan string{},
+		listeners:    map[int]chan store.Notification{},
+		schedules:    map[string]*schedule{},
+		groupRunning: map[queueGroup]int{},
 	}
 }
 
@@ -159,6 +164,7 @@ func (s *Store) transition(e *entry, to store.Status, now time.Time, mutate func
 	if old.Status == store.StatusProcessing {
 		delete(s.processing, t.ID)
 	}
+	s.countGroupRunning(t, old.Status, to)
 	e.seq++
 
 	switch {
