@@ -13,6 +13,7 @@ import (
 
 // ClaimTasks moves up to Limit due tasks to PROCESSING; see store.Store.
 func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
+	p.Report.Reset() // queue settings are not enforced here yet (issue #14, memory side)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

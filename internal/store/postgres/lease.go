@@ -17,6 +17,7 @@ import (
 
 // ClaimTasks moves up to params.Limit due tasks to PROCESSING in one statement.
 func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*store.Task, error) {
+	params.Report.Reset()
 	queue := params.Queue
 	if queue == "" {
 		queue = store.DefaultQueue
