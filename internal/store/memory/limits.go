@@ -44,27 +44,34 @@ type claimBudget struct {
 	s     *Store
 	set   *store.QueueSettings
 	now   time.Time
-	left  int
+	left  int            // tasks the claim may still take
+	limit int            // the claim's Limit
 	taken map[string]int // tasks of each group this claim took
 	log   *claimLog      // nil unless a rate is set
+	// What the queue's own settings let the claim take (-1: no such limit), and where
+	// to say what held it back (nil: nobody asks).
+	concurrencyRoom, rateRoom int
+	report                    *store.ClaimReport
 }
 
 // budget returns what a claim of up to limit tasks of queue may take now.
 func (s *Store) budget(set *store.QueueSettings, limit int, now time.Time) *claimBudget {
-	b := &claimBudget{s: s, set: set, now: now, left: limit, taken: map[string]int{}}
+	b := &claimBudget{s: s, set: set, now: now, left: limit, limit: limit, taken: map[string]int{}, concurrencyRoom: -1, rateRoom: -1}
 	if set.Paused {
 		b.left = 0
 		return b
 	}
 	if set.Concurrency != nil {
-		b.left = min(b.left, *set.Concurrency-int(s.counts[set.Queue][store.StatusProcessing]))
+		b.concurrencyRoom = max(0, *set.Concurrency-int(s.counts[set.Queue][store.StatusProcessing]))
+		b.left = min(b.left, b.concurrencyRoom)
 	}
 	if set.Rate != nil || set.GroupRate != nil {
 		b.log = s.claimLogOf(set.Queue)
 	}
 	if set.Rate != nil {
 		b.log.queue = inWindow(b.log.queue, now, set.Rate.PerSeconds)
-		b.left = min(b.left, set.Rate.Limit-len(b.log.queue))
+		b.rateRoom = max(0, set.Rate.Limit-len(b.log.queue))
+		b.left = min(b.left, b.rateRoom)
 	}
 	b.left = max(b.left, 0)
 	return b
@@ -92,16 +99,49 @@ func (b *claimBudget) admits(key string) bool {
 	}
 	taken := b.taken[key]
 	if g := b.set.GroupConcurrency; g != nil && b.s.groupRunning[queueGroup{b.set.Queue, key}]+taken >= *g {
+		b.report.Hold(store.HeldByGroupConcurrency, 0)
 		return false
 	}
 	if r := b.set.GroupRate; r != nil {
 		recent := inWindow(b.log.groups[key], b.now, r.PerSeconds)
 		b.log.groups[key] = recent
 		if len(recent) >= r.Limit { // took logs this claim's picks at once
+			b.report.Hold(store.HeldByGroupRate, untilAdmits(recent, r, b.now))
 			return false
 		}
 	}
 	return true
+}
+
+// untilAdmits is how long until a window holding times (all within it, in order) admits
+// another claim under r: until enough of the oldest have slid out.
+func untilAdmits(times []time.Time, r *store.RateLimit, now time.Time) time.Duration {
+	if len(times) < r.Limit {
+		return 0
+	}
+	return times[len(times)-r.Limit].Add(time.Duration(r.PerSeconds) * time.Second).Sub(now)
+}
+
+// explain fills in the claim report (store.ClaimReport, LIMITS.md rule 10) once the claim
+// took n tasks: a setting held it back only if due tasks it could otherwise have taken
+// were left (more). Group limits were noted as they refused (admits).
+func (b *claimBudget) explain(n int, more bool) {
+	if b.report == nil {
+		return
+	}
+	if n >= b.limit || !more {
+		b.report.Reset()
+		return
+	}
+	switch {
+	case b.set.Paused:
+		b.report.Hold(store.HeldByPause, 0)
+	case b.concurrencyRoom >= 0 && b.concurrencyRoom <= n:
+		b.report.Hold(store.HeldByConcurrency, 0)
+	}
+	if b.rateRoom >= 0 && b.rateRoom <= n {
+		b.report.Hold(store.HeldByRate, untilAdmits(b.log.queue, b.set.Rate, b.now))
+	}
 }
 
 // took counts a task of group key the claim takes, and logs its claim time for the rates.

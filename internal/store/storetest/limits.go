@@ -42,6 +42,11 @@ var limitTests = []testCase{
 	{"RacingClaimersNeverExceedConcurrency", testLimitRaceConcurrency},
 	{"RacingClaimersNeverExceedGroupConcurrency", testLimitRaceGroupConcurrency},
 	{"RacingClaimersNeverExceedRate", testLimitRaceRate},
+	{"ReportPaused", testReportPaused},
+	{"ReportConcurrency", testReportConcurrency},
+	{"ReportRateWithRetryIn", testReportRate},
+	{"ReportGroupLimits", testReportGroups},
+	{"ReportEmptyWhenNothingHeldBack", testReportNothingHeld},
 }
 
 func boolp(b bool) *bool { return &b }
@@ -658,4 +663,111 @@ func testLimitRaceRate(t *testing.T, s store.Store) {
 	raceClaims(t, s, "rr", tasks, 12, func([]*store.Task) error { return nil }, func(*store.Task) {})
 	all := listAll(t, s, store.ListParams{Queue: "rr", Limit: store.MaxListLimit})
 	checkWindow(t, "racing claimers under rate 8/1s", claimTimes(t, all), 8, time.Second)
+}
+
+// --- the claim report (store.ClaimReport) -----------------------------------------
+
+// claimReported claims with a report (dirty on purpose: the store must reset it) and
+// returns the tasks and the report.
+func claimReported(t *testing.T, s store.Store, p store.ClaimParams) ([]*store.Task, store.ClaimReport) {
+	t.Helper()
+	r := &store.ClaimReport{HeldBack: store.HeldByGroupRate, RetryIn: time.Hour}
+	p.Report = r
+	got := claim(t, s, p)
+	return got, *r
+}
+
+func wantReport(t *testing.T, what string, got store.ClaimReport, held store.HoldBack) {
+	t.Helper()
+	if got.HeldBack != held {
+		t.Fatalf("%s: report %+v, want held back by %q", what, got, held)
+	}
+	if held != store.HeldByRate && held != store.HeldByGroupRate && got.RetryIn != 0 {
+		t.Fatalf("%s: report %+v, want RetryIn 0 (not a rate)", what, got)
+	}
+}
+
+func testReportPaused(t *testing.T, s store.Store) {
+	tasks := createN(t, s, "rp", "k", 2)
+	pause(t, s, "rp")
+	_, r := claimReported(t, s, claimParams("rp", 10))
+	wantReport(t, "poll claim of a paused queue", r, store.HeldByPause)
+	p := claimParams("rp", 1)
+	p.TaskIDs = []uuid.UUID{tasks[0].ID}
+	_, r = claimReported(t, s, p)
+	wantReport(t, "claim by id in a paused queue", r, store.HeldByPause)
+}
+
+func testReportConcurrency(t *testing.T, s store.Store) {
+	tasks := createN(t, s, "rcc", "k", 5)
+	updateQueue(t, s, "rcc", store.QueuePatch{Concurrency: setLimit(2)})
+	got, r := claimReported(t, s, claimParams("rcc", 10))
+	wantClaimed(t, "claim under concurrency 2", got, 2)
+	wantReport(t, "claim cut short by concurrency", r, store.HeldByConcurrency)
+	running := map[uuid.UUID]bool{got[0].ID: true, got[1].ID: true}
+	for _, task := range tasks {
+		if !running[task.ID] {
+			p := claimParams("rcc", 1)
+			p.TaskIDs = []uuid.UUID{task.ID}
+			_, r = claimReported(t, s, p)
+			wantReport(t, "claim by id while full", r, store.HeldByConcurrency)
+			break
+		}
+	}
+}
+
+func testReportRate(t *testing.T, s store.Store) {
+	createN(t, s, "rrt", "k", 5)
+	updateQueue(t, s, "rrt", store.QueuePatch{Rate: setRate(2, 2)})
+	got, r := claimReported(t, s, claimParams("rrt", 10))
+	wantClaimed(t, "claim under rate 2/2s", got, 2)
+	wantReport(t, "claim cut short by the rate", r, store.HeldByRate)
+	if r.RetryIn <= 0 || r.RetryIn > 2*time.Second {
+		t.Fatalf("RetryIn = %s, want in (0, 2s]", r.RetryIn)
+	}
+	_, r = claimReported(t, s, claimParams("rrt", 10))
+	wantReport(t, "claim with the window full", r, store.HeldByRate)
+	if r.RetryIn <= 0 || r.RetryIn > 2*time.Second {
+		t.Fatalf("RetryIn = %s, want in (0, 2s]", r.RetryIn)
+	}
+	// Once RetryIn has passed, the window admits a claim.
+	time.Sleep(r.RetryIn + 50*time.Millisecond)
+	got, _ = claimReported(t, s, claimParams("rrt", 1))
+	wantClaimed(t, "claim after RetryIn", got, 1)
+}
+
+func testReportGroups(t *testing.T, s store.Store) {
+	createGroup(t, s, "rgc", "a", 3)
+	updateQueue(t, s, "rgc", store.QueuePatch{GroupConcurrency: setLimit(1)})
+	got, r := claimReported(t, s, claimParams("rgc", 10))
+	wantClaimed(t, "claim under group_concurrency 1", got, 1)
+	wantReport(t, "claim cut short by group_concurrency", r, store.HeldByGroupConcurrency)
+
+	createGroup(t, s, "rgr", "a", 3)
+	createGroup(t, s, "rgr", "b", 1)
+	updateQueue(t, s, "rgr", store.QueuePatch{GroupRate: setRate(1, 2)})
+	got, r = claimReported(t, s, claimParams("rgr", 10))
+	wantClaimed(t, "claim under group_rate 1/2s", got, 2)
+	wantReport(t, "claim cut short by group_rate", r, store.HeldByGroupRate)
+	if r.RetryIn <= 0 || r.RetryIn > 2*time.Second {
+		t.Fatalf("RetryIn = %s, want in (0, 2s]", r.RetryIn)
+	}
+}
+
+func testReportNothingHeld(t *testing.T, s store.Store) {
+	createN(t, s, "free", "k", 3)
+	_, r := claimReported(t, s, claimParams("free", 10))
+	wantReport(t, "claim of a queue without settings", r, "")
+	// A limit that left nothing due behind held nothing back.
+	createN(t, s, "roomy", "k", 2)
+	updateQueue(t, s, "roomy", store.QueuePatch{Concurrency: setLimit(5)})
+	got, r := claimReported(t, s, claimParams("roomy", 10))
+	wantClaimed(t, "claim under a roomy limit", got, 2)
+	wantReport(t, "claim that took every due task", r, "")
+	// A claim that took its whole Limit was not held back either.
+	createN(t, s, "full", "k", 5)
+	updateQueue(t, s, "full", store.QueuePatch{Concurrency: setLimit(2)})
+	got, r = claimReported(t, s, claimParams("full", 2))
+	wantClaimed(t, "claim of exactly the limit", got, 2)
+	wantReport(t, "claim that took its Limit", r, "")
 }
