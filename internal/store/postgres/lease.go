@@ -68,6 +68,11 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
+	if len(tasks) == 0 {
+		// Nothing claimed: the queue may be one the plain statement leaves to flow
+		// control (limits.go), or simply have nothing due; rota.claim_limited tells.
+		return s.claimLimited(ctx, queue, limit, params)
+	}
 	return tasks, nil
 }
 
@@ -83,13 +88,22 @@ func collectClaimedTasks(rows pgx.Rows, err error) ([]*store.Task, error) {
 			return nil, err
 		}
 		t := s.result()
-		if trace != nil {
-			if err := json.Unmarshal(trace, &t.TraceContext); err != nil {
-				return nil, fmt.Errorf("task %s: trace context: %w", t.ID, err)
-			}
+		if err := decodeTraceContext(t, trace); err != nil {
+			return nil, err
 		}
 		return t, nil
 	})
+}
+
+// decodeTraceContext sets t's trace context from its jsonb column (nil: none).
+func decodeTraceContext(t *store.Task, trace []byte) error {
+	if trace == nil {
+		return nil
+	}
+	if err := json.Unmarshal(trace, &t.TraceContext); err != nil {
+		return fmt.Errorf("task %s: trace context: %w", t.ID, err)
+	}
+	return nil
 }
 
 // traceContextJSON is a trace context as a jsonb argument, nil (NULL) when empty.
