@@ -289,7 +289,7 @@ func TestLimitConcurrencyNeverExceeded(t *testing.T) {
 	r := newLimitsRig(t)
 	const n, cap = 2000, 5
 	r.setQueue("capped", store.QueuePatch{Concurrency: limit(cap)})
-	ids := r.create(sleepTasks("capped", "", n, 20))
+	ids := r.create(sleepTasks("capped", "", n, 10))
 	base := r.startServe()
 	s := r.sample(`SELECT count(*) FROM rota.tasks WHERE queue = 'capped' AND status = 'PROCESSING'`)
 	for i := range 3 {
@@ -561,7 +561,7 @@ func TestLimitPausePollAndHTTP(t *testing.T) {
 }
 
 // TestLimitPauseSQS: an SQS-mode queue is paused while its backlog is sent and worked:
-// no task starts after the pause returned, no message is deleted for a task that did not
+// tasks created meanwhile are not sent, no task starts after the pause returned, no message is deleted for a task that did not
 // run (every sent, unrun task still has its message, and all finish after the resume
 // though the enqueuer would not send them again for 10 minutes), and resume restarts the
 // work at once.
@@ -573,7 +573,14 @@ func TestLimitPauseSQS(t *testing.T) {
 	ids := sq.createIn("default", 1500, 20)
 	sq.startWorker("sqs-w", "--concurrency", "20", "--lease", "10s")
 	r.waitSucceeded("default", 100, 30*time.Second)
+	paused := true
+	r.setQueue("default", store.QueuePatch{Paused: &paused})
+	// Tasks created while the queue is paused are not sent.
+	late := sq.createIn("default", 50, 20)
 	at := r.checkPauseHolds("default", 2*time.Second)
+	if sent := r.count(`SELECT count(*) FROM rota.tasks WHERE id = ANY($1) AND enqueued_at IS NOT NULL`, late); sent > 0 {
+		t.Fatalf("%d tasks created while the queue was paused were sent to SQS", sent)
+	}
 
 	// The tasks sent and not run still have their messages: nothing was deleted for them.
 	unrun := r.count(`SELECT count(*) FROM rota.tasks WHERE queue = 'default' AND status = 'ENQUEUED' AND attempt_count = 0`)
@@ -590,6 +597,6 @@ func TestLimitPauseSQS(t *testing.T) {
 	}
 	took := r.resumeRestarts("default", "sqs-w")
 	t.Logf("after resume the SQS worker claimed again within %s", took)
-	r.waitSucceeded("default", len(ids), 60*time.Second)
-	sq.assertFinal(allWant(store.StatusSucceeded, ids))
+	r.waitSucceeded("default", len(ids)+len(late), 60*time.Second)
+	sq.assertFinal(allWant(store.StatusSucceeded, ids, late))
 }
