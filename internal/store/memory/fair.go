@@ -16,6 +16,11 @@ type fairReady struct {
 	order  minHeap[groupTurn]
 	turn   uint64 // how many times a group was served
 	n      int    // items in all groups, stale ones included
+	// stale says order was not kept while there was one group (the common queue without
+	// group keys skips the turns): rebuild it when a second group arrives.
+	stale bool
+	// blocked is the one group, set aside for the rest of a claim (setAside).
+	blocked *readyGroup
 }
 
 // readyGroup is one group's due tasks in claim order.
@@ -59,6 +64,9 @@ func (f *fairReady) push(it claimItem) {
 	key := it.e.task.GroupKey
 	g := f.groups[key]
 	if g == nil {
+		if f.stale {
+			f.rebuild()
+		}
 		g = &readyGroup{key: key, items: minHeap[claimItem]{less: claimOrder}, served: f.turn}
 		f.groups[key] = g
 	}
@@ -87,6 +95,24 @@ func (f *fairReady) current(gt groupTurn) bool {
 // front returns the group to serve next and its head, dropping what valid rejects on the
 // way; false when no valid item is left.
 func (f *fairReady) front(valid func(claimItem) bool) (*readyGroup, claimItem, bool) {
+	if len(f.groups) == 1 { // no turns to take: serve the one group
+		for _, g := range f.groups {
+			for g.items.Len() > 0 && !valid(g.items.Peek()) {
+				g.items.Pop()
+				f.n--
+			}
+			if g.items.Len() == 0 {
+				f.drop(g)
+				f.order.items = f.order.items[:0]
+				f.stale = false
+				return nil, claimItem{}, false
+			}
+			if g == f.blocked {
+				return nil, claimItem{}, false
+			}
+			return g, g.items.Peek(), true
+		}
+	}
 	for f.order.Len() > 0 {
 		gt := f.order.Peek()
 		g := gt.g
@@ -124,6 +150,16 @@ func (f *fairReady) take(g *readyGroup) claimItem {
 	f.n--
 	f.turn++
 	g.served = f.turn
+	if len(f.groups) == 1 {
+		if g.items.Len() == 0 {
+			f.drop(g)
+			f.order.items = f.order.items[:0]
+			f.stale = false
+		} else {
+			f.stale = true
+		}
+		return it
+	}
 	if f.order.Len() > 0 && f.order.Peek().g == g {
 		f.order.Pop()
 	}
@@ -137,18 +173,26 @@ func (f *fairReady) take(g *readyGroup) claimItem {
 
 // setAside takes the front group (which front returned) out of the turns for the rest
 // of a claim that may not serve it (a group limit); restore puts it back in its place.
-func (f *fairReady) setAside() groupTurn { return f.order.Pop() }
+func (f *fairReady) setAside(g *readyGroup) groupTurn {
+	if len(f.groups) == 1 { // served without turns: just hide it
+		f.blocked = g
+		return groupTurn{}
+	}
+	return f.order.Pop()
+}
 
 func (f *fairReady) restore(aside []groupTurn) {
+	f.blocked = nil
 	for _, gt := range aside {
-		f.order.Push(gt)
+		if gt.g != nil {
+			f.order.Push(gt)
+		}
 	}
 }
 
 // filter drops every item keep rejects and rebuilds the turns (compaction).
 func (f *fairReady) filter(keep func(claimItem) bool) {
 	f.n = 0
-	f.order.items = f.order.items[:0]
 	for _, g := range f.groups {
 		g.items.Filter(keep)
 		if g.items.Len() == 0 {
@@ -156,6 +200,18 @@ func (f *fairReady) filter(keep func(claimItem) bool) {
 			continue
 		}
 		f.n += g.items.Len()
+	}
+	f.rebuild()
+}
+
+// rebuild puts every group back into the turns under its current head.
+func (f *fairReady) rebuild() {
+	f.stale = false
+	f.order.items = f.order.items[:0]
+	for _, g := range f.groups {
+		if g.items.Len() == 0 {
+			continue
+		}
 		g.version++
 		head := g.items.Peek()
 		f.order.items = append(f.order.items, groupTurn{g: g, version: g.version, priority: head.priority, served: g.served, head: head})

@@ -199,7 +199,7 @@ func (s *Store) claimLimited(cq *claimQueue, b *claimBudget) []*entry {
 			break
 		}
 		if !b.admits(g.key) {
-			aside = append(aside, cq.ready.setAside())
+			aside = append(aside, cq.ready.setAside(g))
 			continue
 		}
 		picked = append(picked, cq.ready.take(g).e)

@@ -4,8 +4,9 @@
 // to DEAD or FAILED, a REPLAYED event on every replay) and the idempotency-key index.
 //
 // One mutex guards everything. Claims stay cheap however large the backlog: each queue
-// and claimable status has a heap of due tasks (priority desc, scheduled_for, id) fed by a
-// heap of not-yet-due ones, both with lazy removal; expired leases come off a heap ordered
+// and claimable status has a heap of due tasks per group (priority desc, scheduled_for,
+// id) under a heap of the groups' turns (fair.go), fed by a heap of not-yet-due ones, all
+// with lazy removal; queue settings are applied in limits.go; expired leases come off a heap ordered
 // by expiry. EnqueueDue (SQS mode) reads indexes of its own, in enqueue.go. Every value
 // returned is a deep copy.
 package memory
