@@ -522,7 +522,7 @@ func testLimitEnqueueRate(t *testing.T, s store.Store) {
 // --- racing claimers --------------------------------------------------------------
 
 // raceClaims runs claimers goroutines that claim (poll claims of 1 to 3 tasks, or by id
-// of random due tasks) and finish each claimed task after a short while, until every task
+// of random due tasks, from PENDING or as SQS workers do) and finish each claimed task after a short while, until every task
 // in tasks has succeeded. Each claim is checked by onClaim and each task is released with
 // onFinish just before its outcome is recorded (so a counter kept by the two never
 // undercounts what the store has PROCESSING).
@@ -564,6 +564,9 @@ func raceClaims(t *testing.T, s store.Store, queue string, tasks []*store.Task, 
 				if g%2 == 1 { // by id: any task, due or not (claims take only due ones)
 					q.TaskIDs = []uuid.UUID{tasks[rand.IntN(len(tasks))].ID}
 					q.Limit = 1
+					if g%4 == 3 { // as an SQS worker does (it takes a due PENDING task too)
+						q.From = store.StatusEnqueued
+					}
 				}
 				got, err := s.ClaimTasks(c, q)
 				if err != nil {
