@@ -42,6 +42,8 @@ type Metrics struct {
 
 	abandoned        *prometheus.CounterVec
 	abandonedRunning prometheus.Gauge
+
+	heldBack *prometheus.CounterVec
 }
 
 var _ runtime.Observer = (*Metrics)(nil)
@@ -101,6 +103,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "rota_handlers_abandoned_running",
 			Help: "Abandoned handlers that have not returned yet: goroutines the worker cannot stop.",
 		})),
+		heldBack: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rota_claims_held_back_total",
+			Help: "Claims that came back short because of a queue setting, by the setting (limit: paused, concurrency, rate, group_concurrency, group_rate).",
+		}, []string{"queue", "limit"})),
 	}
 }
 
@@ -128,6 +134,12 @@ func (m *Metrics) ClaimDone(queue string, _ int, took time.Duration, err error) 
 		return
 	}
 	m.claimDuration.WithLabelValues(q).Observe(took.Seconds())
+}
+
+// ClaimHeldBack counts a claim held back by a queue setting (worker claims, SQS claims
+// by id, HTTP-protocol claims).
+func (m *Metrics) ClaimHeldBack(queue string, limit store.HoldBack) {
+	m.heldBack.WithLabelValues(m.queues.get(queue), string(limit)).Inc()
 }
 
 func (m *Metrics) TaskClaimed(t *store.Task) {

@@ -247,6 +247,21 @@ func (c *committer) apply(ctx context.Context, batch []pendingOutcome, results [
 	if len(settled) > 0 {
 		w.cfg.Source.Settle(ctx, settled)
 	}
+	c.notifyCommitted(batch)
+}
+
+// notifyCommitted tells the fetchers of the batch's queues that tasks of theirs stopped
+// running: a claim held back by a concurrency limit may now fit (heldback.go).
+func (c *committer) notifyCommitted(batch []pendingOutcome) {
+	last := ""
+	for _, p := range batch {
+		if q := p.e.task.Queue; q != last {
+			last = q
+			if f := c.w.fetchers[q]; f != nil {
+				f.notifyCommitted()
+			}
+		}
+	}
 }
 
 func (c *committer) count(attrs []any, o store.Outcome, status store.Status) {

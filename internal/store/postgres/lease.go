@@ -39,13 +39,18 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 		return nil, fmt.Errorf("claim tasks: %w: the hint's priority %d is no task's", store.ErrInvalid, params.After.Priority)
 	}
 
+	if params.TaskIDs != nil && len(params.TaskIDs) == 0 {
+		return []*store.Task{}, nil
+	}
+	if s.flowControlled.recently(queue) {
+		// The plain statement would claim nothing: save its round trip (limits.go).
+		return s.claimLimited(ctx, queue, limit, params)
+	}
+
 	var rows pgx.Rows
 	var err error
 	switch {
 	case params.TaskIDs != nil:
-		if len(params.TaskIDs) == 0 {
-			return []*store.Task{}, nil
-		}
 		rows, err = s.pool.Query(ctx, sqlClaimTasksByID, planPerCall, queue, limit, params.WorkerID,
 			params.LeaseDuration, params.TaskIDs, string(params.From))
 	default:

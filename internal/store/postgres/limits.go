@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,11 +34,41 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
-	tasks, err := collectLimitedClaim(rows, params.Report)
+	var report store.ClaimReport
+	tasks, err := collectLimitedClaim(rows, &report)
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
+	if params.Report != nil {
+		*params.Report = report
+	}
+	// Tasks the plain statement left, or a setting that held the claim back: the queue
+	// is flow controlled, and its next claims skip the plain statement for a while.
+	// Nothing claimed and nothing held back: an empty queue, which may well be plain.
+	s.flowControlled.mark(queue, len(tasks) > 0 || report.HeldBack != "")
 	return tasks, nil
+}
+
+// flowControlRecheck is how long the claims of a queue found flow controlled go
+// straight to rota.claim_limited. Only the path is remembered, never the settings
+// (every claim reads them): a queue whose limits were removed and whose grouped tasks
+// are gone claims through the plain statement again at most this long after.
+const flowControlRecheck = time.Second
+
+// flowControlledQueues remembers the queues recently found flow controlled.
+type flowControlledQueues struct{ until sync.Map } // queue -> time.Time
+
+func (f *flowControlledQueues) recently(queue string) bool {
+	until, ok := f.until.Load(queue)
+	return ok && time.Now().Before(until.(time.Time))
+}
+
+func (f *flowControlledQueues) mark(queue string, controlled bool) {
+	if controlled {
+		f.until.Store(queue, time.Now().Add(flowControlRecheck))
+	} else {
+		f.until.Delete(queue)
+	}
 }
 
 // collectLimitedClaim reads rota.claim_limited's rows: (held, retry_ms, the task's

@@ -30,11 +30,11 @@ CREATE TABLE rota.queue_cursors (
 );
 
 -- Room a group has under the queue's group limits, s being the queue's locked settings
--- row: at most p_max. held names the limit when there is none ('group_concurrency' or
+-- row, p_now the claim's time: at most p_max. held names the limit when there is none ('group_concurrency' or
 -- 'group_rate'), retry_ms (for group_rate) how long until the group's window admits
 -- another claim (also when there is room: once it is used up).
 CREATE FUNCTION rota.claim_group_room(p_queue text, p_group text, s rota.queues, p_max integer,
-    OUT room integer, OUT held text, OUT retry_ms double precision)
+    p_now timestamptz, OUT room integer, OUT held text, OUT retry_ms double precision)
 LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 DECLARE
     v_n integer;
@@ -46,6 +46,7 @@ BEGIN
         SELECT count(*) INTO v_n FROM (
             SELECT 1 FROM rota.tasks t
             WHERE t.status = 'PROCESSING' AND t.queue = p_queue AND t.group_key = p_group
+            ORDER BY t.queue, t.group_key
             LIMIT s.group_concurrency) r;
         room := least(room, s.group_concurrency - v_n);
         IF room <= 0 THEN
@@ -57,19 +58,93 @@ BEGIN
         SELECT count(*), min(w.claimed_at) INTO v_n, v_oldest FROM (
             SELECT c.claimed_at FROM rota.queue_claims c
             WHERE c.queue = p_queue AND c.group_key = p_group
-              AND c.claimed_at > now() - make_interval(secs => s.group_rate_per_seconds)
+              AND c.claimed_at > p_now - make_interval(secs => s.group_rate_per_seconds)
             ORDER BY c.claimed_at DESC
             LIMIT s.group_rate_limit) w;
         -- When the group's window admits another claim once this room is used up: its
-        -- oldest claim leaves it (this claim's own, at now(), when it had none).
+        -- oldest claim leaves it (this claim's own, at p_now, when it had none).
         retry_ms := greatest(0, 1000 * extract(epoch FROM
-            coalesce(v_oldest, now()) + make_interval(secs => s.group_rate_per_seconds) - clock_timestamp()));
+            coalesce(v_oldest, p_now) + make_interval(secs => s.group_rate_per_seconds) - clock_timestamp()));
         IF s.group_rate_limit - v_n <= 0 THEN
             room := 0; held := 'group_rate';
             RETURN;
         END IF;
         room := least(room, s.group_rate_limit - v_n);
     END IF;
+END
+$$;
+
+-- Room a group has, for the fair walk of rota.claim_limited: p_gc its group_concurrency,
+-- p_grl and p_grper its group_rate (NULL: no such limit), p_taken the groups of the
+-- tasks this claim took already (not yet written, so not counted by the statements),
+-- p_now the claim's time.
+-- n is at most p_max; held names the limit when n <= 0; retry_ms is how long until the
+-- group's window admits another claim (group_rate). A SQL function, inlined into the
+-- statement that calls it: the limits a queue does not set cost nothing (a strict
+-- operator over a NULL limit folds to NULL when the statement is planned).
+CREATE FUNCTION rota.claim_group_room2(p_queue text, p_group text, p_gc integer, p_grl integer,
+    p_grper interval, p_max integer, p_taken text[], p_now timestamptz)
+RETURNS TABLE (n integer, held text, retry_ms double precision)
+LANGUAGE sql STABLE AS $$
+    SELECT least(p_max, coalesce(conc, p_max), coalesce(rate, p_max)) - taken,
+           CASE WHEN conc - taken <= 0 THEN 'group_concurrency'
+                WHEN rate - taken <= 0 THEN 'group_rate' END,
+           greatest(0, 1000 * extract(epoch FROM oldest + p_grper - clock_timestamp()))
+    FROM (SELECT
+            p_gc - (SELECT count(*) FROM (
+                SELECT 1 FROM rota.tasks t
+                WHERE t.status = 'PROCESSING' AND t.queue = p_queue AND t.group_key = p_group
+                ORDER BY t.queue, t.group_key -- tasks_running's order: never a scan
+                LIMIT p_gc) r)::integer AS conc,
+            p_grl - w.n AS rate,
+            coalesce(w.oldest, p_now) AS oldest,
+            (SELECT count(*) FROM unnest(p_taken) AS u (g) WHERE u.g = p_group)::integer AS taken
+          FROM (SELECT count(*)::integer AS n, min(c.claimed_at) AS oldest FROM (
+                    SELECT c.claimed_at FROM rota.queue_claims c
+                    WHERE p_grl IS NOT NULL AND c.queue = p_queue AND c.group_key = p_group
+                      AND c.claimed_at > p_now - p_grper
+                    ORDER BY c.claimed_at DESC
+                    LIMIT p_grl) c) w) x
+$$;
+
+-- The ungrouped tasks' turn of rota.claim_limited's walk: up to p_n due ungrouped tasks
+-- of the level, locked, not among p_ids. In a queue with grouped tasks (p_grouped) only
+-- the level's 100 oldest due tasks are looked at (tasks_claim_* has no group_key to
+-- find the ungrouped ones by): a queue mixing grouped and ungrouped tasks at one
+-- priority serves an ungrouped task once it is among them (docs/architecture.md).
+CREATE FUNCTION rota.claim_ungrouped(p_queue text, p_status text, p_level smallint, p_n integer,
+    p_grouped boolean, p_ids uuid[])
+RETURNS uuid[]
+LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
+DECLARE
+    v_got uuid[];
+BEGIN
+    IF NOT p_grouped THEN
+        SELECT array_agg(x.id) INTO v_got FROM (
+            SELECT t.id FROM rota.tasks t
+            WHERE t.status = p_status AND t.queue = p_queue AND t.priority = p_level
+              AND t.group_key IS NULL
+              AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+              AND t.id <> ALL (p_ids)
+            ORDER BY t.scheduled_for, t.id
+            LIMIT p_n
+            FOR UPDATE SKIP LOCKED) x;
+        RETURN v_got;
+    END IF;
+    SELECT array_agg(x.id) INTO v_got FROM (
+        SELECT t.id FROM rota.tasks t
+        WHERE t.id IN (SELECT w.id FROM (
+                          SELECT o.id, o.group_key FROM rota.tasks o
+                          WHERE o.status = p_status AND o.queue = p_queue AND o.priority = p_level
+                            AND o.scheduled_for <= now() AND o.attempt_count < o.max_attempts
+                          ORDER BY o.scheduled_for, o.id
+                          LIMIT 100) w
+                       WHERE w.group_key IS NULL)
+          AND t.status = p_status AND t.group_key IS NULL AND t.id <> ALL (p_ids)
+        ORDER BY t.scheduled_for, t.id
+        LIMIT p_n
+        FOR UPDATE SKIP LOCKED) x;
+    RETURN v_got;
 END
 $$;
 
@@ -110,6 +185,13 @@ DECLARE
     v_n integer;
     v_oldest timestamptz;
     v_ids uuid[] := '{}';
+    -- The claim's time: its tasks' processing_started_at and its record in queue_claims.
+    -- Under the queue's lock, the clock once the lock is held: claims of a limited queue
+    -- then have times in the order they held the lock, so a window counted by one claim
+    -- holds every earlier claim that may share a window with it, and pruning the claims
+    -- older than every window never removes one a later claim would count (now(), the
+    -- transaction's start, is earlier the longer a claim waited for the lock).
+    v_now timestamptz := now();
     -- Group limits: the room each group seen has left (parallel arrays).
     v_gkeys text[] := '{}';
     v_grooms integer[] := '{}';
@@ -123,27 +205,54 @@ DECLARE
     v_start text;               -- the turn's cursor when the claim began
     v_cursor text;              -- the last group served
     v_moved boolean := false;
-    v_g text;
     v_phase integer;
-    v_live text[];
-    v_live_null boolean;
+    v_from text;
+    v_to text;
+    v_live text[];              -- the groups that took a task in this level's last round
+    v_live_null boolean;        -- the ungrouped turn did
     v_next text[];
+    v_prev text;
+    v_c integer;
     v_k integer;
     v_got uuid[];
+    v_tg text[] := '{}';        -- the group of each task taken, for the rooms left
+    v_gc integer;               -- the group limits (NULL: none)
+    v_grl integer;
+    v_grper interval;
     r record;
     gr record;
 BEGIN
-    SELECT * INTO s FROM rota.queues q WHERE q.name = p_queue;
+    -- A limited queue's row is locked at once (one statement): the claim waits for the
+    -- queue's other claims, and reads the settings as they are once they are done (a
+    -- change committed meanwhile is in force for it: the row is read again after the
+    -- wait, and if it no longer has limits it is not locked). The same statement looks
+    -- whether the queue has grouped tasks (fairness; not a count a limit relies on).
+    SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
+                                  AND t.group_key IS NOT NULL
+                                  -- tasks_fair_*'s order: one probe of it, never a scan of
+                                  -- the table (EXISTS would drop the ORDER BY, and the
+                                  -- planner likes a scan when many tasks are grouped).
+                                  ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped
+    INTO r
+    FROM rota.queues q
+    WHERE q.name = p_queue AND NOT q.paused
+      AND (q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL
+           OR q.group_concurrency IS NOT NULL OR q.group_rate_limit IS NOT NULL)
+    FOR NO KEY UPDATE OF q;
     IF FOUND THEN
-        v_limited := s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
-                  OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL;
-        IF v_limited AND NOT s.paused THEN
-            -- Serialise: wait for the queue's other claims, and read the settings as
-            -- they are now (a change committed meanwhile is in force for this claim).
-            SELECT * INTO s FROM rota.queues q WHERE q.name = p_queue FOR NO KEY UPDATE;
-            v_limited := s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
-                      OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL;
-        END IF;
+        s := r.settings;
+        v_grouped := r.grouped;
+        v_limited := true;
+        v_now := clock_timestamp();
+    ELSE
+        -- Paused, no limits, or no settings: nothing to serialise.
+        SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
+                                      AND t.group_key IS NOT NULL
+                                      ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped
+        INTO r
+        FROM (SELECT 1) one LEFT JOIN rota.queues q ON q.name = p_queue;
+        s := r.settings;
+        v_grouped := r.grouped;
         IF s.paused THEN
             held := 'paused';
             RETURN NEXT;
@@ -157,6 +266,7 @@ BEGIN
         -- tasks_running: never more entries than the limit read.
         SELECT count(*) INTO v_n FROM (
             SELECT 1 FROM rota.tasks t WHERE t.status = 'PROCESSING' AND t.queue = p_queue
+            ORDER BY t.queue, t.group_key -- tasks_running's order: never a scan
             LIMIT s.concurrency) x;
         IF s.concurrency - v_n < v_room THEN
             v_room := greatest(0, s.concurrency - v_n);
@@ -166,23 +276,23 @@ BEGIN
     IF v_rates THEN
         -- Claims older than every window of the queue are of no more use.
         DELETE FROM rota.queue_claims c WHERE c.queue = p_queue
-          AND c.claimed_at <= now() - make_interval(secs =>
+          AND c.claimed_at <= v_now - make_interval(secs =>
                 greatest(coalesce(s.rate_per_seconds, 0), coalesce(s.group_rate_per_seconds, 0)));
     END IF;
     IF v_limited AND s.rate_limit IS NOT NULL AND v_room > 0 THEN
         SELECT count(*), min(w.claimed_at) INTO v_n, v_oldest FROM (
             SELECT c.claimed_at FROM rota.queue_claims c
             WHERE c.queue = p_queue
-              AND c.claimed_at > now() - make_interval(secs => s.rate_per_seconds)
+              AND c.claimed_at > v_now - make_interval(secs => s.rate_per_seconds)
             ORDER BY c.claimed_at DESC
             LIMIT s.rate_limit) w;
         IF s.rate_limit - v_n < v_room THEN
             v_room := greatest(0, s.rate_limit - v_n);
             v_cut := 'rate';
             -- The window admits another claim when its oldest claim leaves it (this
-            -- claim's own, at now(), when it had none).
+            -- claim's own, at v_now, when it had none).
             v_cut_retry := greatest(0, 1000 * extract(epoch FROM
-                coalesce(v_oldest, now()) + make_interval(secs => s.rate_per_seconds) - clock_timestamp()));
+                coalesce(v_oldest, v_now) + make_interval(secs => s.rate_per_seconds) - clock_timestamp()));
         END IF;
     END IF;
     IF v_room = 0 THEN
@@ -218,7 +328,7 @@ BEGIN
                AND (s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL) THEN
                 v_k := array_position(v_gkeys, r.group_key);
                 IF v_k IS NULL THEN
-                    gr := rota.claim_group_room(p_queue, r.group_key, s, p_limit);
+                    gr := rota.claim_group_room(p_queue, r.group_key, s, p_limit, v_now);
                     v_gkeys := v_gkeys || r.group_key;
                     v_grooms := v_grooms || gr.room;
                     v_gretries := v_gretries || gr.retry_ms;
@@ -245,40 +355,60 @@ BEGIN
         END IF;
     ELSE
         -- The walk: priority levels highest first; within a level, the groups in turn
-        -- from the cursor (one task each, then again among those with more), and the
-        -- ungrouped tasks as one more group closing the round. A queue without grouped
-        -- tasks has only that turn: the claim of claim_tasks.sql under limits.
-        v_grouped := EXISTS (SELECT 1 FROM rota.tasks t
-                             WHERE t.status = p_status AND t.queue = p_queue AND t.group_key IS NOT NULL);
+        -- from the cursor, one task each (round one), then again among those that had
+        -- one, sharing the room left (further rounds); the ungrouped tasks take their
+        -- turns as one more group, which closes each round. A queue without grouped tasks
+        -- has only that turn: the claim of claim_tasks.sql under the queue's limits.
+        -- Each round is one statement over the groups (a loose index scan of tasks_fair_*,
+        -- read lazily: it stops once the room is filled), not one per group.
         IF v_grouped THEN
             SELECT c.group_key INTO v_start FROM rota.queue_cursors c WHERE c.queue = p_queue;
         END IF;
         v_cursor := v_start;
+        IF v_limited THEN
+            v_gc := s.group_concurrency;
+            v_grl := s.group_rate_limit;
+            v_grper := make_interval(secs => s.group_rate_per_seconds);
+        END IF;
+        IF NOT v_grouped THEN
+            -- The claim of claim_tasks.sql (without its hint), for what the limits let in.
+            SELECT array_agg(d.id) INTO v_got FROM (
+                WITH RECURSIVE levels(priority) AS (
+                    SELECT 32767::smallint
+                  UNION ALL
+                    SELECT (SELECT t.priority FROM rota.tasks t
+                            WHERE t.status = p_status AND t.queue = p_queue AND t.priority < levels.priority
+                            ORDER BY t.priority DESC LIMIT 1)
+                    FROM levels WHERE levels.priority IS NOT NULL
+                )
+                SELECT l.id FROM levels
+                CROSS JOIN LATERAL (
+                    SELECT t.id FROM rota.tasks t
+                    WHERE t.status = p_status AND t.queue = p_queue AND t.priority = levels.priority
+                      AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+                    ORDER BY t.scheduled_for, t.id
+                    LIMIT v_room
+                    FOR UPDATE SKIP LOCKED) l
+                LIMIT v_room) d;
+            v_ids := coalesce(v_got, '{}');
+            v_room := v_room - cardinality(v_ids);
+        END IF;
         v_level := 32767;
         <<levels>>
-        WHILE v_room > 0 LOOP
+        WHILE v_grouped AND v_room > 0 LOOP
             SELECT t.priority INTO v_level FROM rota.tasks t
             WHERE t.status = p_status AND t.queue = p_queue AND t.priority < v_level
             ORDER BY t.priority DESC LIMIT 1;
             EXIT levels WHEN NOT FOUND;
             v_live := '{}';
             v_live_null := false;
-            -- Round one: every group once, from the cursor on. Phase 1: the groups after
-            -- the cursor; phase 2: the ungrouped turn; phase 3: the groups up to the
-            -- cursor (when the round began past the first group).
-            v_g := v_start;
-            v_phase := CASE WHEN v_grouped THEN 1 ELSE 2 END;
-            WHILE v_room > 0 AND v_phase <= 3 LOOP
+            -- Round one. Phase 1: the groups after the cursor; 2: the ungrouped turn;
+            -- 3: the groups up to the cursor (when the round began past the first).
+            FOR v_phase IN 1..3 LOOP
+                EXIT WHEN v_room = 0;
                 IF v_phase = 2 THEN
-                    SELECT array_agg(x.id) INTO v_got FROM (
-                        SELECT t.id FROM rota.tasks t
-                        WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                          AND t.group_key IS NULL
-                          AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
-                        ORDER BY t.scheduled_for, t.id
-                        -- Alone, the ungrouped turn takes all it may.
-                        LIMIT CASE WHEN v_grouped THEN 1 ELSE v_room END
-                        FOR UPDATE SKIP LOCKED) x;
+                    v_got := rota.claim_ungrouped(p_queue, p_status, v_level,
+                        CASE WHEN v_grouped THEN 1 ELSE v_room END, v_grouped, v_ids);
                     IF v_got IS NOT NULL THEN
                         v_ids := v_ids || v_got;
                         v_room := v_room - cardinality(v_got);
@@ -286,106 +416,102 @@ BEGIN
                         v_cursor := NULL;
                         v_moved := true;
                     END IF;
-                    v_phase := CASE WHEN v_start IS NULL THEN 4 ELSE 3 END;
-                    v_g := NULL;
                     CONTINUE;
                 END IF;
-                -- The next group of the level (a loose index scan, tasks_fair_*).
-                SELECT t.group_key INTO v_g FROM rota.tasks t
-                WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                  AND t.group_key IS NOT NULL AND (v_g IS NULL OR t.group_key > v_g)
-                ORDER BY t.group_key LIMIT 1;
-                IF NOT FOUND OR (v_phase = 3 AND v_g > v_start) THEN
-                    v_phase := v_phase + 1;
-                    CONTINUE;
-                END IF;
-                IF v_limited AND (s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL) THEN
-                    -- Seen at a higher level already: what it has left after this
-                    -- claim's takes there (not yet written, so not counted again).
-                    v_k := array_position(v_gkeys, v_g);
-                    IF v_k IS NULL THEN
-                        gr := rota.claim_group_room(p_queue, v_g, s, p_limit);
-                        v_gkeys := v_gkeys || v_g;
-                        v_grooms := v_grooms || gr.room;
-                        v_gretries := v_gretries || gr.retry_ms;
-                        IF gr.room = 0 THEN
-                            v_gheld := CASE WHEN v_gheld = 'group_concurrency' THEN v_gheld ELSE gr.held END;
-                            v_gretry := least(v_gretry, gr.retry_ms);
-                        END IF;
-                    ELSIF v_grooms[v_k] <= 0 THEN
-                        v_gheld := coalesce(v_gheld, v_gfull);
-                        v_gretry := least(v_gretry, v_gretries[v_k]);
+                CONTINUE WHEN NOT v_grouped OR (v_phase = 3 AND v_start IS NULL);
+                v_from := CASE WHEN v_phase = 1 THEN v_start END;
+                v_to := CASE WHEN v_phase = 3 THEN v_start END;
+                FOR r IN
+                    WITH RECURSIVE turns(g) AS (
+                        (SELECT t.group_key FROM rota.tasks t
+                         WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
+                           AND t.group_key IS NOT NULL
+                           AND (v_from IS NULL OR t.group_key > v_from) AND (v_to IS NULL OR t.group_key <= v_to)
+                         ORDER BY t.group_key LIMIT 1)
+                      UNION ALL
+                        SELECT (SELECT t.group_key FROM rota.tasks t
+                                WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
+                                  AND t.group_key > turns.g AND (v_to IS NULL OR t.group_key <= v_to)
+                                ORDER BY t.group_key LIMIT 1)
+                        FROM turns WHERE turns.g IS NOT NULL
+                    )
+                    SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
+                    FROM turns
+                    CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, v_gc, v_grl, v_grper, p_limit, v_tg, v_now) room
+                    LEFT JOIN LATERAL (
+                        SELECT t.id FROM rota.tasks t
+                        WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
+                          AND t.group_key = turns.g
+                          AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+                        ORDER BY t.scheduled_for, t.id
+                        LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
+                        FOR UPDATE SKIP LOCKED) x ON true
+                    WHERE turns.g IS NOT NULL
+                LOOP
+                    IF r.id IS NOT NULL THEN
+                        v_ids := v_ids || r.id;
+                        v_tg := v_tg || r.g;
+                        v_room := v_room - 1;
+                        v_live := v_live || r.g;
+                        v_cursor := r.g;
+                        v_moved := true;
+                    ELSIF r.held IS NOT NULL THEN
+                        v_gheld := CASE WHEN v_gheld = 'group_concurrency' THEN v_gheld ELSE r.held END;
+                        v_gretry := least(v_gretry, r.retry_ms);
                     END IF;
-                    CONTINUE WHEN v_grooms[array_position(v_gkeys, v_g)] <= 0;
-                END IF;
-                SELECT array_agg(x.id) INTO v_got FROM (
-                    SELECT t.id FROM rota.tasks t
-                    WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                      AND t.group_key = v_g
-                      AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
-                    ORDER BY t.scheduled_for, t.id
-                    LIMIT 1
-                    FOR UPDATE SKIP LOCKED) x;
-                IF v_got IS NOT NULL THEN
-                    v_ids := v_ids || v_got;
-                    v_room := v_room - 1;
-                    v_live := v_live || v_g;
-                    v_cursor := v_g;
-                    v_moved := true;
-                    v_k := array_position(v_gkeys, v_g);
-                    IF v_k IS NOT NULL THEN
-                        v_grooms[v_k] := v_grooms[v_k] - 1;
-                    END IF;
-                END IF;
+                    EXIT WHEN v_room = 0;
+                END LOOP;
             END LOOP;
             -- Further rounds: the groups that took a task share the room left, each
-            -- taking its share in one probe, until the room or the groups run out.
+            -- taking its share in one statement, until the room or the groups run out.
             WHILE v_room > 0 AND (cardinality(v_live) > 0 OR v_live_null) LOOP
                 v_k := ceil(v_room::numeric / (cardinality(v_live) + v_live_null::integer));
                 v_next := '{}';
-                FOREACH v_g IN ARRAY v_live LOOP
-                    EXIT WHEN v_room = 0;
-                    v_n := least(v_k, v_room, coalesce(v_grooms[array_position(v_gkeys, v_g)], v_k));
-                    IF v_n <= 0 THEN
-                        -- The group's limit is used up: held back if it has more due.
-                        IF v_gheld IS NULL AND EXISTS (SELECT 1 FROM rota.tasks t
+                v_prev := NULL;
+                v_c := 0;
+                IF cardinality(v_live) > 0 THEN
+                    FOR r IN
+                        SELECT l.g, room.n AS room, room.held, room.retry_ms, x.id,
+                               -- A group out of room: held back if it has more due.
+                               room.n <= 0 AND EXISTS (SELECT 1 FROM rota.tasks t
+                                   WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
+                                     AND t.group_key = l.g AND t.scheduled_for <= now()
+                                     AND t.attempt_count < t.max_attempts AND t.id <> ALL (v_ids)) AS more
+                        FROM unnest(v_live) AS l (g)
+                        CROSS JOIN LATERAL rota.claim_group_room2(p_queue, l.g, v_gc, v_grl, v_grper, p_limit, v_tg, v_now) room
+                        LEFT JOIN LATERAL (
+                            SELECT t.id FROM rota.tasks t
                             WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                              AND t.group_key = v_g AND t.scheduled_for <= now()
-                              AND t.attempt_count < t.max_attempts AND t.id <> ALL (v_ids)) THEN
-                            v_gheld := v_gfull;
-                            v_gretry := least(v_gretry, v_gretries[array_position(v_gkeys, v_g)]);
+                              AND t.group_key = l.g
+                              AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+                              AND t.id <> ALL (v_ids) -- those this claim locked already
+                            ORDER BY t.scheduled_for, t.id
+                            LIMIT greatest(0, least(v_k, room.n))
+                            FOR UPDATE SKIP LOCKED) x ON true
+                    LOOP
+                        IF r.g IS DISTINCT FROM v_prev THEN
+                            IF v_c = v_k THEN
+                                v_next := v_next || v_prev;
+                            END IF;
+                            v_prev := r.g;
+                            v_c := 0;
                         END IF;
-                        CONTINUE;
+                        IF r.id IS NOT NULL AND v_room > 0 THEN
+                            v_ids := v_ids || r.id;
+                            v_tg := v_tg || r.g;
+                            v_room := v_room - 1;
+                            v_c := v_c + 1;
+                        ELSIF r.more THEN
+                            v_gheld := CASE WHEN v_gheld = 'group_concurrency' THEN v_gheld ELSE r.held END;
+                            v_gretry := least(v_gretry, r.retry_ms);
+                        END IF;
+                    END LOOP;
+                    IF v_c = v_k THEN
+                        v_next := v_next || v_prev;
                     END IF;
-                    SELECT array_agg(x.id) INTO v_got FROM (
-                        SELECT t.id FROM rota.tasks t
-                        WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                          AND t.group_key = v_g
-                          AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
-                          AND t.id <> ALL (v_ids) -- those this claim locked already
-                        ORDER BY t.scheduled_for, t.id
-                        LIMIT v_n
-                        FOR UPDATE SKIP LOCKED) x;
-                    CONTINUE WHEN v_got IS NULL;
-                    v_ids := v_ids || v_got;
-                    v_room := v_room - cardinality(v_got);
-                    IF array_position(v_gkeys, v_g) IS NOT NULL THEN
-                        v_grooms[array_position(v_gkeys, v_g)] := v_grooms[array_position(v_gkeys, v_g)] - cardinality(v_got);
-                    END IF;
-                    IF cardinality(v_got) = v_n THEN
-                        v_next := v_next || v_g;
-                    END IF;
-                END LOOP;
+                END IF;
                 IF v_live_null AND v_room > 0 THEN
-                    SELECT array_agg(x.id) INTO v_got FROM (
-                        SELECT t.id FROM rota.tasks t
-                        WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                          AND t.group_key IS NULL
-                          AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
-                          AND t.id <> ALL (v_ids)
-                        ORDER BY t.scheduled_for, t.id
-                        LIMIT least(v_k, v_room)
-                        FOR UPDATE SKIP LOCKED) x;
+                    v_got := rota.claim_ungrouped(p_queue, p_status, v_level, least(v_k, v_room), true, v_ids);
                     v_live_null := v_got IS NOT NULL AND cardinality(v_got) = least(v_k, v_room);
                     IF v_got IS NOT NULL THEN
                         v_ids := v_ids || v_got;
@@ -416,12 +542,12 @@ BEGIN
         SET status = 'PROCESSING',
             worker_id = p_worker,
             lease_token = gen_random_uuid(),
-            lease_expires_at = now() + p_lease,
+            lease_expires_at = v_now + p_lease,
             attempt_count = t.attempt_count + 1,
-            processing_started_at = now(),
+            processing_started_at = v_now,
             enqueued_at = CASE WHEN p_status = 'ENQUEUED' THEN coalesce(t.enqueued_at, now())
                                ELSE t.enqueued_at END,
-            updated_at = now()
+            updated_at = v_now
         WHERE t.id = ANY (v_ids)
         RETURNING t.*
     ), logged AS (

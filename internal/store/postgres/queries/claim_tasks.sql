@@ -35,8 +35,12 @@ WITH RECURSIVE levels(priority) AS (
                       WHERE q.name = $1
                         AND (q.paused OR q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL
                              OR q.group_concurrency IS NOT NULL OR q.group_rate_limit IS NOT NULL))
-      AND NOT EXISTS (SELECT FROM rota.tasks g
-                      WHERE g.status = {{status}} AND g.queue = $1 AND g.group_key IS NOT NULL)
+      AND (SELECT true FROM rota.tasks g
+           WHERE g.status = {{status}} AND g.queue = $1 AND g.group_key IS NOT NULL
+           -- tasks_fair_*'s order: one probe of it, never a scan of the table (NOT
+           -- EXISTS would drop the ORDER BY, and the planner likes a scan when
+           -- statistics say many tasks are grouped)
+           ORDER BY g.priority DESC, g.group_key LIMIT 1) IS NULL
   UNION ALL
     -- With a hint, the levels above the hint's are probed down to it, not past it, and
     -- the hint's level follows them unprobed: a probe into it would step over the
