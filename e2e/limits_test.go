@@ -292,10 +292,15 @@ func TestLimitConcurrencyNeverExceeded(t *testing.T) {
 	ids := r.create(sleepTasks("capped", "", n, 10))
 	base := r.startServe()
 	s := r.sample(`SELECT count(*) FROM rota.tasks WHERE queue = 'capped' AND status = 'PROCESSING'`)
+	// The HTTP claimer starts first: the workers, which claim again the moment a task of
+	// theirs ends, leave it few free slots once they run.
+	h, stop := startClaimer(t, base, "capped")
+	waitFor(t, 30*time.Second, "the HTTP claimer to run tasks", func() (bool, string) {
+		return h.done.Load() >= 20, fmt.Sprintf("%d done, error %v", h.done.Load(), h.error())
+	})
 	for i := range 3 {
 		r.startWorker(fmt.Sprintf("w%d", i), "capped", 50)
 	}
-	h, stop := startClaimer(t, base, "capped")
 	r.waitSucceeded("capped", n, 90*time.Second)
 	stop()
 	s.stop()
