@@ -294,3 +294,29 @@ func BenchmarkClaimFairGroupedBacklog(b *testing.B) {
 		})
 	}
 }
+
+// TestResumeWakesWaiters: resuming a queue (or changing a limit) wakes the workers
+// waiting for its tasks, which a paused claim sent back to waiting.
+func TestResumeWakesWaiters(t *testing.T) {
+	s := New()
+	ctx := t.Context()
+	paused, resumed := true, false
+	if _, err := s.UpdateQueueSettings(ctx, "q", store.QueuePatch{Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.WaitForTasks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateQueueSettings(ctx, "q", store.QueuePatch{Paused: &resumed}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case q := <-ch:
+		if q != "q" {
+			t.Fatalf("woken for queue %q, want q", q)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("resume woke no waiter")
+	}
+}
