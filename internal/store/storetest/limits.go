@@ -241,9 +241,9 @@ func testLimitConcurrencyExpired(t *testing.T, s store.Store) {
 
 // --- rate -------------------------------------------------------------------------
 
-// drainTimes claims (batches of batch, finishing each task at once) until want claims
-// were made or the deadline passes, and returns the claim times.
-func drainTimes(t *testing.T, s store.Store, p store.ClaimParams, want int, retry bool) []time.Time {
+// drainTimes claims (finishing each task at once) until want claims were made or the
+// deadline passes, and returns the claim times.
+func drainTimes(t *testing.T, s store.Store, p store.ClaimParams, want int) []time.Time {
 	t.Helper()
 	var times []time.Time
 	deadline := time.Now().Add(waitTimeout)
@@ -253,13 +253,7 @@ func drainTimes(t *testing.T, s store.Store, p store.ClaimParams, want int, retr
 		}
 		got := claim(t, s, p)
 		times = append(times, claimTimes(t, got)...)
-		for _, task := range got {
-			if retry && task.AttemptCount < task.MaxAttempts {
-				recordOK(t, s, outcome(task, store.Retry, "again"), store.StatusPending)
-			} else {
-				recordOK(t, s, outcome(task, store.Succeed, ""), store.StatusSucceeded)
-			}
-		}
+		succeedAll(t, s, got)
 		if len(got) == 0 {
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -275,7 +269,7 @@ func testLimitRateWindow(t *testing.T, s store.Store) {
 	succeedAll(t, s, first)
 	wantClaimed(t, "claim right after", claim(t, s, claimParams("r", 10)), 0)
 	// The rest comes as the window slides, never more than 4 in any second.
-	drainTimes(t, s, claimParams("r", 10), 8, false)
+	drainTimes(t, s, claimParams("r", 10), 8)
 	all := listAll(t, s, store.ListParams{Queue: "r", Limit: store.MaxListLimit})
 	checkWindow(t, "rate 4/1s", claimTimes(t, all), 4, time.Second)
 }
@@ -345,7 +339,7 @@ func testLimitGroupRateWindow(t *testing.T, s store.Store) {
 	createGroup(t, s, "grw", "a", 6)
 	createGroup(t, s, "grw", "b", 6)
 	updateQueue(t, s, "grw", store.QueuePatch{GroupRate: setRate(2, 1)})
-	drainTimes(t, s, claimParams("grw", 10), 12, false)
+	drainTimes(t, s, claimParams("grw", 10), 12)
 	all := listAll(t, s, store.ListParams{Queue: "grw", Limit: store.MaxListLimit})
 	byGroup := map[string][]*store.Task{}
 	for _, task := range all {
