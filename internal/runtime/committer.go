@@ -42,7 +42,7 @@ type pendingOutcome struct {
 
 func newCommitter(w *Worker) *committer {
 	return &committer{
-		w:    w,
+		w:     w,
 		in:    make(chan pendingOutcome, w.cfg.Concurrency),
 		done:  make(chan struct{}),
 		hurry: make(chan struct{}, 1),
