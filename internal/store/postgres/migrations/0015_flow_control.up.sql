@@ -203,6 +203,7 @@ DECLARE
     v_grouped boolean;
     v_level smallint;
     v_start text;               -- the turn's cursor when the claim began
+    v_has_cursor boolean;       -- the queue has a cursor row
     v_cursor text;              -- the last group served
     v_moved boolean := false;
     v_phase integer;
@@ -232,7 +233,10 @@ BEGIN
                                   -- tasks_fair_*'s order: one probe of it, never a scan of
                                   -- the table (EXISTS would drop the ORDER BY, and the
                                   -- planner likes a scan when many tasks are grouped).
-                                  ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped
+                                  ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped,
+           -- The fair turn's cursor (fairness: read with the settings, one statement).
+           (SELECT c.group_key FROM rota.queue_cursors c WHERE c.queue = p_queue) AS cursor,
+           (SELECT true FROM rota.queue_cursors c WHERE c.queue = p_queue) AS has_cursor
     INTO r
     FROM rota.queues q
     WHERE q.name = p_queue AND NOT q.paused
@@ -242,17 +246,23 @@ BEGIN
     IF FOUND THEN
         s := r.settings;
         v_grouped := r.grouped;
+        v_start := r.cursor;
+        v_has_cursor := r.has_cursor IS NOT NULL;
         v_limited := true;
         v_now := clock_timestamp();
     ELSE
         -- Paused, no limits, or no settings: nothing to serialise.
         SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
                                       AND t.group_key IS NOT NULL
-                                      ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped
+                                      ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped,
+               (SELECT c.group_key FROM rota.queue_cursors c WHERE c.queue = p_queue) AS cursor,
+               (SELECT true FROM rota.queue_cursors c WHERE c.queue = p_queue) AS has_cursor
         INTO r
         FROM (SELECT 1) one LEFT JOIN rota.queues q ON q.name = p_queue;
         s := r.settings;
         v_grouped := r.grouped;
+        v_start := r.cursor;
+        v_has_cursor := r.has_cursor IS NOT NULL;
         IF s.paused THEN
             held := 'paused';
             RETURN NEXT;
@@ -361,9 +371,6 @@ BEGIN
         -- has only that turn: the claim of claim_tasks.sql under the queue's limits.
         -- Each round is one statement over the groups (a loose index scan of tasks_fair_*,
         -- read lazily: it stops once the room is filled), not one per group.
-        IF v_grouped THEN
-            SELECT c.group_key INTO v_start FROM rota.queue_cursors c WHERE c.queue = p_queue;
-        END IF;
         v_cursor := v_start;
         IF v_limited THEN
             v_gc := s.group_concurrency;
@@ -523,9 +530,10 @@ BEGIN
         END LOOP levels;
         IF v_grouped AND v_moved AND v_cursor IS DISTINCT FROM v_start THEN
             -- Move the turn on, unless another claim holds the cursor (never waited for).
-            PERFORM 1 FROM rota.queue_cursors c WHERE c.queue = p_queue FOR UPDATE SKIP LOCKED;
-            IF FOUND THEN
-                UPDATE rota.queue_cursors c SET group_key = v_cursor WHERE c.queue = p_queue;
+            IF v_has_cursor THEN
+                UPDATE rota.queue_cursors c SET group_key = v_cursor
+                WHERE c.ctid = (SELECT x.ctid FROM rota.queue_cursors x WHERE x.queue = p_queue
+                                FOR UPDATE SKIP LOCKED);
             ELSE
                 INSERT INTO rota.queue_cursors (queue, group_key) VALUES (p_queue, v_cursor)
                 ON CONFLICT DO NOTHING;
