@@ -51,11 +51,8 @@ func (f *fetcher) waitHeld(ctx context.Context, r store.ClaimReport) bool {
 	case store.HeldByPause:
 		d, woken = loop.Jitter(f.w.cfg.PollInterval), f.wake
 	default: // concurrency, group_concurrency
-		// A committed outcome that came before this claim freed nothing it did not see.
-		select {
-		case <-f.committed:
-		default:
-		}
+		// A commit signalled while the claim ran is not dropped: the claim may have
+		// counted before that commit (one needless claim at worst, never a lost wake-up).
 		// Finished tasks count against the limit until their outcomes are written:
 		// have the committer write what it holds now rather than after its interval.
 		f.w.committer.expedite()
