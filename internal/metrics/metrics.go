@@ -42,6 +42,8 @@ type Metrics struct {
 
 	abandoned        *prometheus.CounterVec
 	abandonedRunning prometheus.Gauge
+
+	heldBack *prometheus.CounterVec
 }
 
 var _ runtime.Observer = (*Metrics)(nil)
@@ -101,7 +103,17 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "rota_handlers_abandoned_running",
 			Help: "Abandoned handlers that have not returned yet: goroutines the worker cannot stop.",
 		})),
+		heldBack: HeldBack(reg),
 	}
+}
+
+// HeldBack registers rota_claims_held_back_total{queue,limit} with reg (shared by the
+// worker's Metrics and SQS mode's, whose claims by id are held back too).
+func HeldBack(reg prometheus.Registerer) *prometheus.CounterVec {
+	return Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rota_claims_held_back_total",
+		Help: "Claims that came back short because of a queue setting, by the setting (limit: paused, concurrency, rate, group_concurrency, group_rate).",
+	}, []string{"queue", "limit"}))
 }
 
 // labels returns t's queue and kind label values, within the label limits.
@@ -128,6 +140,12 @@ func (m *Metrics) ClaimDone(queue string, _ int, took time.Duration, err error) 
 		return
 	}
 	m.claimDuration.WithLabelValues(q).Observe(took.Seconds())
+}
+
+// ClaimHeldBack counts a claim held back by a queue setting (worker claims, SQS claims
+// by id, HTTP-protocol claims).
+func (m *Metrics) ClaimHeldBack(queue string, limit store.HoldBack) {
+	m.heldBack.WithLabelValues(m.queues.get(queue), string(limit)).Inc()
 }
 
 func (m *Metrics) TaskClaimed(t *store.Task) {

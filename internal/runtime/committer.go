@@ -28,6 +28,11 @@ type committer struct {
 	// held counts the outcomes submitted and not yet written or dropped; an outage's
 	// recovery waits for it to reach 0 before claims resume (waitHeld).
 	held atomic.Int64
+
+	// hurry (buffer 1) ends the wait of the batch being collected: a fetcher held back
+	// by a concurrency limit waits for outcomes to be written (heldback.go), and the
+	// limit counts a task until its outcome is written, not until its handler returned.
+	hurry chan struct{}
 }
 
 type pendingOutcome struct {
@@ -37,9 +42,18 @@ type pendingOutcome struct {
 
 func newCommitter(w *Worker) *committer {
 	return &committer{
-		w:    w,
-		in:   make(chan pendingOutcome, w.cfg.Concurrency),
-		done: make(chan struct{}),
+		w:     w,
+		in:    make(chan pendingOutcome, w.cfg.Concurrency),
+		done:  make(chan struct{}),
+		hurry: make(chan struct{}, 1),
+	}
+}
+
+// expedite has the batch being collected written now instead of after CommitInterval.
+func (c *committer) expedite() {
+	select {
+	case c.hurry <- struct{}{}:
+	default:
 	}
 }
 
@@ -114,6 +128,8 @@ func (c *committer) collect(ctx context.Context, first pendingOutcome) []pending
 			select {
 			case p = <-c.in:
 			case <-timeout:
+				return batch
+			case <-c.hurry:
 				return batch
 			case <-ctx.Done():
 				timeout = nil
@@ -246,6 +262,21 @@ func (c *committer) apply(ctx context.Context, batch []pendingOutcome, results [
 	}
 	if len(settled) > 0 {
 		w.cfg.Source.Settle(ctx, settled)
+	}
+	c.notifyCommitted(batch)
+}
+
+// notifyCommitted tells the fetchers of the batch's queues that tasks of theirs stopped
+// running: a claim held back by a concurrency limit may now fit (heldback.go).
+func (c *committer) notifyCommitted(batch []pendingOutcome) {
+	last := ""
+	for _, p := range batch {
+		if q := p.e.task.Queue; q != last {
+			last = q
+			if f := c.w.fetchers[q]; f != nil {
+				f.notifyCommitted()
+			}
+		}
 	}
 }
 

@@ -44,6 +44,11 @@ type fetcher struct {
 	// once it is claimHintMaxAge old, so a task it skips waits at most that long.
 	after      *store.ClaimKey
 	afterSince time.Time
+
+	// report is what the last claim said about being held back (heldback.go);
+	// committed (buffer 1) hears that an outcome of the queue was committed.
+	report    store.ClaimReport
+	committed chan struct{}
 }
 
 // claimHintMaxAge bounds how long a chain of hinted claims lasts before a claim walks the
@@ -51,7 +56,8 @@ type fetcher struct {
 const claimHintMaxAge = time.Second
 
 func newFetcher(w *Worker, queue string) *fetcher {
-	f := &fetcher{w: w, queue: queue, wake: make(chan struct{}, 1), idleTurn: make(chan struct{}, 1)}
+	f := &fetcher{w: w, queue: queue, wake: make(chan struct{}, 1), idleTurn: make(chan struct{}, 1),
+		committed: make(chan struct{}, 1)}
 	f.idleTurn <- struct{}{}
 	return f
 }
@@ -122,6 +128,14 @@ func (f *fetcher) run(ctx context.Context) {
 			f.w.executor.start(Delivery{Task: t, claimSpan: f.claimSpan})
 		}
 		backlog = len(tasks) == n
+		if held := f.report.HeldBack; held != "" {
+			// Due tasks are left that a setting holds back: not idle (heldback.go).
+			cfg.Observer.ClaimHeldBack(f.queue, held)
+			if !f.waitHeld(ctx, f.report) {
+				return
+			}
+			backlog = true
+		}
 	}
 }
 
@@ -197,6 +211,7 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 		Limit:         n,
 		LeaseDuration: cfg.LeaseDuration,
 		After:         f.after,
+		Report:        &f.report,
 	})
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("rota.claimed", len(tasks)))

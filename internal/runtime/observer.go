@@ -12,6 +12,10 @@ import (
 type Observer interface {
 	// ClaimDone: one claim (poll mode) or fetch (a Source) returned claimed tasks.
 	ClaimDone(queue string, claimed int, took time.Duration, err error)
+	// ClaimHeldBack: a claim of queue came back short because of a queue setting
+	// (store.ClaimReport.HeldBack: paused, concurrency, rate, group_concurrency,
+	// group_rate); the metric rota_claims_held_back_total{queue,limit}.
+	ClaimHeldBack(queue string, limit store.HoldBack)
 	// TaskClaimed: t was claimed (or delivered by a Source) and is about to run; called
 	// once per attempt, before HandlerDone.
 	TaskClaimed(t *store.Task)
@@ -40,6 +44,7 @@ type NopObserver struct{}
 var _ Observer = NopObserver{}
 
 func (NopObserver) ClaimDone(string, int, time.Duration, error)         {}
+func (NopObserver) ClaimHeldBack(string, store.HoldBack)                {}
 func (NopObserver) TaskClaimed(*store.Task)                             {}
 func (NopObserver) HandlerDone(*store.Task, time.Duration, error)       {}
 func (NopObserver) CommitDone(int, time.Duration, error)                {}

@@ -20,7 +20,8 @@ import (
 // The fetch whose claim ends a statement's wait leads the next one: no goroutine of its
 // own, nothing to stop.
 type claimBatcher struct {
-	claim func(ctx context.Context, ids []uuid.UUID) ([]*store.Task, error)
+	// claim claims ids in one statement and says what held it back (store.ClaimReport).
+	claim func(ctx context.Context, ids []uuid.UUID) ([]*store.Task, store.ClaimReport, error)
 
 	mu      sync.Mutex
 	running bool         // a statement is running; new calls wait in waiting
@@ -32,12 +33,14 @@ type claimCall struct {
 	ids   []uuid.UUID
 	done  chan bool // true: served; false: lead the next statement
 	tasks []*store.Task
+	held  store.ClaimReport // the statement's: a setting may have held back some of ids
 	err   error
 }
 
 // do claims the tasks of ids (no repeats) and returns those claimed, alone or merged
-// with the claims of other fetches.
-func (b *claimBatcher) do(ctx context.Context, ids []uuid.UUID) ([]*store.Task, error) {
+// with the claims of other fetches, and what held the statement back (the report is the
+// whole statement's: with a setting named, any unclaimed id may be one it held back).
+func (b *claimBatcher) do(ctx context.Context, ids []uuid.UUID) ([]*store.Task, store.ClaimReport, error) {
 	c := &claimCall{ids: ids, done: make(chan bool, 1)}
 	b.mu.Lock()
 	b.waiting = append(b.waiting, c)
@@ -45,7 +48,7 @@ func (b *claimBatcher) do(ctx context.Context, ids []uuid.UUID) ([]*store.Task, 
 	b.running = true
 	b.mu.Unlock()
 	if !lead && <-c.done {
-		return c.tasks, c.err
+		return c.tasks, c.held, c.err
 	}
 
 	b.mu.Lock()
@@ -65,7 +68,7 @@ func (b *claimBatcher) do(ctx context.Context, ids []uuid.UUID) ([]*store.Task, 
 		b.running = false
 	}
 	b.mu.Unlock()
-	return c.tasks, c.err
+	return c.tasks, c.held, c.err
 }
 
 // run claims the ids of calls in one statement and gives each call its own tasks. An id
@@ -76,7 +79,10 @@ func (b *claimBatcher) run(ctx context.Context, calls []*claimCall) {
 	for _, c := range calls {
 		all = append(all, c.ids...)
 	}
-	tasks, err := b.claim(ctx, all)
+	tasks, held, err := b.claim(ctx, all)
+	for _, c := range calls {
+		c.held = held
+	}
 	if err != nil {
 		for _, c := range calls {
 			c.err = err

@@ -23,9 +23,10 @@ type fakeClaims struct {
 	refuse     map[uuid.UUID]bool
 	err        error
 	hold       chan struct{} // when set, the first statement waits for it to close
+	held       store.ClaimReport
 }
 
-func (f *fakeClaims) claim(_ context.Context, ids []uuid.UUID) ([]*store.Task, error) {
+func (f *fakeClaims) claim(_ context.Context, ids []uuid.UUID) ([]*store.Task, store.ClaimReport, error) {
 	f.mu.Lock()
 	f.statements = append(f.statements, slices.Clone(ids))
 	first, hold := len(f.statements) == 1, f.hold
@@ -34,7 +35,7 @@ func (f *fakeClaims) claim(_ context.Context, ids []uuid.UUID) ([]*store.Task, e
 		<-hold
 	}
 	if f.err != nil {
-		return nil, f.err
+		return nil, store.ClaimReport{}, f.err
 	}
 	var tasks []*store.Task
 	seen := map[uuid.UUID]bool{}
@@ -44,7 +45,7 @@ func (f *fakeClaims) claim(_ context.Context, ids []uuid.UUID) ([]*store.Task, e
 			tasks = append(tasks, &store.Task{ID: id})
 		}
 	}
-	return tasks, nil
+	return tasks, f.held, nil
 }
 
 func (f *fakeClaims) count() int {
@@ -84,10 +85,10 @@ func TestClaimsArrivingDuringAStatementShareTheNextOne(t *testing.T) {
 	results := make([][]*store.Task, 1+len(later))
 	errs := make([]error, len(results))
 	var wg sync.WaitGroup
-	wg.Go(func() { results[0], errs[0] = b.do(context.Background(), first) })
+	wg.Go(func() { results[0], _, errs[0] = b.do(context.Background(), first) })
 	waitFor(t, "the first statement", func() bool { return fake.count() == 1 })
 	for i, ids := range later {
-		wg.Go(func() { results[i+1], errs[i+1] = b.do(context.Background(), ids) })
+		wg.Go(func() { results[i+1], _, errs[i+1] = b.do(context.Background(), ids) })
 	}
 	waitFor(t, "the later claims to queue", func() bool {
 		b.mu.Lock()
@@ -128,12 +129,12 @@ func TestAnIDTwoClaimsReceivedGoesToTheFirstOnly(t *testing.T) {
 	a, c := []uuid.UUID{uuid.New(), shared}, []uuid.UUID{shared, uuid.New()}
 
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = b.do(context.Background(), newIDs(1)) })
+	wg.Go(func() { _, _, _ = b.do(context.Background(), newIDs(1)) })
 	waitFor(t, "the first statement", func() bool { return fake.count() == 1 })
 	var gotA, gotC []*store.Task
-	wg.Go(func() { gotA, _ = b.do(context.Background(), a) })
+	wg.Go(func() { gotA, _, _ = b.do(context.Background(), a) })
 	waitFor(t, "a to queue", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiting) == 1 })
-	wg.Go(func() { gotC, _ = b.do(context.Background(), c) })
+	wg.Go(func() { gotC, _, _ = b.do(context.Background(), c) })
 	waitFor(t, "c to queue", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiting) == 2 })
 	close(fake.hold)
 	wg.Wait()
@@ -152,10 +153,10 @@ func TestAFailedStatementFailsEveryClaimInIt(t *testing.T) {
 	b := &claimBatcher{claim: fake.claim}
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
-	wg.Go(func() { _, errs[0] = b.do(context.Background(), newIDs(1)) })
+	wg.Go(func() { _, _, errs[0] = b.do(context.Background(), newIDs(1)) })
 	waitFor(t, "the first statement", func() bool { return fake.count() == 1 })
 	for i := 1; i < 3; i++ {
-		wg.Go(func() { _, errs[i] = b.do(context.Background(), newIDs(2)) })
+		wg.Go(func() { _, _, errs[i] = b.do(context.Background(), newIDs(2)) })
 	}
 	waitFor(t, "the others to queue", func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.waiting) == 2 })
 	close(fake.hold)
@@ -167,5 +168,31 @@ func TestAFailedStatementFailsEveryClaimInIt(t *testing.T) {
 	}
 	if n := fake.count(); n != 2 {
 		t.Errorf("%d statements, want 2", n)
+	}
+}
+
+// A setting that held back a merged statement is reported to every fetch in it: any of
+// their unclaimed ids may be one it held back, whose message must not be deleted.
+func TestClaimBatcherReportsWhatHeldTheStatementBack(t *testing.T) {
+	fake := &fakeClaims{hold: make(chan struct{}), held: store.ClaimReport{HeldBack: store.HeldByConcurrency}}
+	b := &claimBatcher{claim: fake.claim}
+	var wg sync.WaitGroup
+	helds := make([]store.ClaimReport, 3)
+	wg.Go(func() { _, helds[0], _ = b.do(context.Background(), newIDs(1)) })
+	waitFor(t, "the first statement", func() bool { return fake.count() == 1 })
+	for i := 1; i < 3; i++ {
+		wg.Go(func() { _, helds[i], _ = b.do(context.Background(), newIDs(2)) })
+	}
+	waitFor(t, "two fetches waiting", func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.waiting) == 2
+	})
+	close(fake.hold)
+	wg.Wait()
+	for i, h := range helds {
+		if h.HeldBack != store.HeldByConcurrency {
+			t.Errorf("fetch %d: held back by %q, want concurrency", i, h.HeldBack)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rotaqueue/rota/internal/metrics"
+	"github.com/rotaqueue/rota/internal/store"
 )
 
 // Reasons a received message is deleted (the reason label of
@@ -31,12 +32,13 @@ type Metrics struct {
 	dlqFailures    prometheus.Counter
 	queueLosses    *prometheus.CounterVec
 	returned       *prometheus.CounterVec
+	heldBack       *prometheus.CounterVec
 
 	stats struct {
 		sent, sendFailures, received, poison, deferred, deleteFailures    atomic.Int64
 		deletedSettled, deletedDuplicate, deletedPoison, deletedMisrouted atomic.Int64
 		dlqPublished, dlqFailures                                         atomic.Int64
-		queueLosses, returned                                             atomic.Int64
+		queueLosses, returned, heldBack                                   atomic.Int64
 	}
 }
 
@@ -56,6 +58,7 @@ type Stats struct {
 	DLQFailures      int64
 	QueueLosses      int64 // SQS queues found to have lost their messages (losswatch.go)
 	Returned         int64 // messages an idle queue's poll received with no slot free, made visible again
+	HeldBack         int64 // claims by id a queue setting (pause, a limit) held back
 }
 
 // NewMetrics registers the SQS metrics with reg (nil: a private registry, as tests
@@ -79,6 +82,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		returned: counterVec("rota_sqs_messages_returned_total", "Messages an idle queue's long poll received while the worker "+
 			"had no free slot, made visible again at once, by Rota queue.", "queue"),
 		deleteFailures: counterVec("rota_sqs_delete_failures_total", "Message deletes that failed (the message comes back; the database decides), by Rota queue.", "queue"),
+		heldBack:       metrics.HeldBack(reg),
 		dlqPublished: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_dlq_published_total", Help: "Dead-task events published to the SQS dead-letter queue.",
 		})),
@@ -97,7 +101,7 @@ func (m *Metrics) Stats() Stats {
 		DeletedPoison: s.deletedPoison.Load(), DeletedMisrouted: s.deletedMisrouted.Load(),
 		Poison: s.poison.Load(), Deferred: s.deferred.Load(), DeleteFailures: s.deleteFailures.Load(),
 		DLQPublished: s.dlqPublished.Load(), DLQFailures: s.dlqFailures.Load(), QueueLosses: s.queueLosses.Load(),
-		Returned: s.returned.Load(),
+		Returned: s.returned.Load(), HeldBack: s.heldBack.Load(),
 	}
 }
 
@@ -158,6 +162,11 @@ func (m *Metrics) addDLQFailures(n int) {
 func (m *Metrics) addQueueLoss(queue, reason string) {
 	m.queueLosses.WithLabelValues(queue, reason).Inc()
 	m.stats.queueLosses.Add(1)
+}
+
+func (m *Metrics) addHeldBack(queue string, limit store.HoldBack) {
+	m.heldBack.WithLabelValues(queue, string(limit)).Inc()
+	m.stats.heldBack.Add(1)
 }
 
 func (m *Metrics) addReturned(queue string, n int) {

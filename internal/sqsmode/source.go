@@ -177,9 +177,10 @@ func (s *Source) claim(ctx context.Context, rq, url string, msgs []types.Message
 	}
 
 	var tasks []*store.Task
+	var held store.ClaimReport
 	var claimErr error
 	if len(ids) > 0 {
-		tasks, claimErr = s.claims[rq].do(ctx, ids)
+		tasks, held, claimErr = s.claims[rq].do(ctx, ids)
 		if claimErr != nil {
 			// The messages stay hidden for the lease, then come back and are claimed
 			// then, by whichever worker receives them.
@@ -201,7 +202,7 @@ func (s *Source) claim(ctx context.Context, rq, url string, msgs []types.Message
 		}
 	}
 	if len(poison)+len(repeats)+len(unclaimed) > 0 {
-		sort := func() { s.sortOut(ctx, rq, url, poison, repeats, unclaimed) }
+		sort := func() { s.sortOut(ctx, rq, url, poison, repeats, unclaimed, held) }
 		if !s.acks.tryGo(sort) {
 			s.deferredMu.Lock()
 			s.deferred = append(s.deferred, sort)
@@ -223,8 +224,9 @@ func (s *Source) runDeferred() {
 }
 
 // sortOut deletes poison messages and repeats of an id, and judges each unclaimed
-// message by its task's current state (see verdict.go): deleted, hidden, or left alone.
-func (s *Source) sortOut(ctx context.Context, rq, url string, poison, repeats, unclaimed []types.Message) {
+// message by its task's current state and what held the claim back (see verdict.go):
+// deleted, hidden, or left alone.
+func (s *Source) sortOut(ctx context.Context, rq, url string, poison, repeats, unclaimed []types.Message, held store.ClaimReport) {
 	var tidy tidyList
 	for _, m := range poison {
 		s.metrics.addPoison(rq)
@@ -237,7 +239,7 @@ func (s *Source) sortOut(ctx context.Context, rq, url string, poison, repeats, u
 	}
 	for _, m := range unclaimed {
 		id, _ := uuid.Parse(strings.TrimSpace(aws.ToString(m.Body)))
-		s.judgeUnclaimed(ctx, rq, id, m, &tidy)
+		s.judgeUnclaimed(ctx, rq, id, m, held, &tidy)
 	}
 	s.tidy(ctx, rq, url, &tidy)
 }
@@ -245,13 +247,18 @@ func (s *Source) sortOut(ctx context.Context, rq, url string, poison, repeats, u
 // claimIDs claims the tasks of ids for Rota queue rq in one statement (claimBatcher.claim).
 // Detached from ctx: a claim that commits while the worker is stopping must still reach
 // the runtime, or its tasks would sit leased until a reaper frees them.
-func (s *Source) claimIDs(ctx context.Context, rq string, ids []uuid.UUID) ([]*store.Task, error) {
+func (s *Source) claimIDs(ctx context.Context, rq string, ids []uuid.UUID) ([]*store.Task, store.ClaimReport, error) {
 	cctx, cancel := callContext(ctx, s.cfg.CallTimeout)
 	defer cancel()
-	return s.cfg.Store.ClaimTasks(cctx, store.ClaimParams{
+	var report store.ClaimReport
+	tasks, err := s.cfg.Store.ClaimTasks(cctx, store.ClaimParams{
 		Queue: rq, From: store.StatusEnqueued, TaskIDs: ids, WorkerID: s.cfg.WorkerID,
-		Limit: len(ids), LeaseDuration: s.cfg.LeaseDuration,
+		Limit: len(ids), LeaseDuration: s.cfg.LeaseDuration, Report: &report,
 	})
+	if err == nil && report.HeldBack != "" {
+		s.metrics.addHeldBack(rq, report.HeldBack)
+	}
+	return tasks, report, err
 }
 
 func hasKey[K comparable, V any](m map[K]V, k K) bool {
@@ -261,7 +268,7 @@ func hasKey[K comparable, V any](m map[K]V, k K) bool {
 
 // judgeUnclaimed decides what to do with the message of a task the claim did not take,
 // from the task's current state in the store (see verdict).
-func (s *Source) judgeUnclaimed(ctx context.Context, rq string, id uuid.UUID, m types.Message, tidy *tidyList) {
+func (s *Source) judgeUnclaimed(ctx context.Context, rq string, id uuid.UUID, m types.Message, held store.ClaimReport, tidy *tidyList) {
 	cctx, cancel := callContext(ctx, s.cfg.CallTimeout)
 	task, err := s.cfg.Store.GetTask(cctx, id)
 	cancel()
@@ -270,7 +277,7 @@ func (s *Source) judgeUnclaimed(ctx context.Context, rq string, id uuid.UUID, m 
 	if task != nil {
 		storeNow = task.ReadAt
 	}
-	v := judge(task, err, rq, storeNow, receives, s.cfg.RetryDelay)
+	v := judge(task, err, rq, storeNow, receives, s.cfg.RetryDelay, held)
 	attrs := []any{"queue", rq, "task_id", id, "why", v.why}
 	switch v.action {
 	case actionDelete:

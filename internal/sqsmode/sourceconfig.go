@@ -97,7 +97,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 		acks: newBackground(ackSlots), extends: newBackground(extendSlots)}
 	s.claims = make(map[string]*claimBatcher)
 	for _, rq := range cfg.Queues.RotaQueues() {
-		s.claims[rq] = &claimBatcher{claim: func(ctx context.Context, ids []uuid.UUID) ([]*store.Task, error) {
+		s.claims[rq] = &claimBatcher{claim: func(ctx context.Context, ids []uuid.UUID) ([]*store.Task, store.ClaimReport, error) {
 			return s.claimIDs(ctx, rq, ids)
 		}}
 	}

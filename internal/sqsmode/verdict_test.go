@@ -25,24 +25,44 @@ func TestJudgeUnclaimedMessages(t *testing.T) {
 		queue    string
 		receives int
 		want     verdict
+		held     store.ClaimReport // what held the claim back: nothing unless set
 	}{
-		{"missing task", nil, fmt.Errorf("get: %w", store.ErrNotFound), "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
-		{"unreadable task", nil, errors.New("connection reset"), "default", 1, verdict{action: actionLeave}},
-		{"succeeded", task(store.StatusSucceeded, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
-		{"dead", task(store.StatusDead, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
-		{"failed", task(store.StatusFailed, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
-		{"canceled", task(store.StatusCanceled, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
-		{"held by another worker", task(store.StatusProcessing, -time.Minute), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
-		{"another queue's task", task(store.StatusEnqueued, 0), nil, "emails", 1, verdict{action: actionDelete, reason: ReasonMisrouted}},
-		{"misrouted even when finished", task(store.StatusSucceeded, 0), nil, "emails", 1, verdict{action: actionDelete, reason: ReasonMisrouted}},
-		{"retry due in a minute", task(store.StatusEnqueued, time.Minute), nil, "default", 1, verdict{action: actionDefer, hideFor: time.Minute}},
-		{"scheduled in two days: at most 12 h", task(store.StatusPending, 48*time.Hour), nil, "default", 1, verdict{action: actionDefer, hideFor: 12 * time.Hour}},
-		{"pending and due: back from a retry or reap, sent anew", task(store.StatusPending, -time.Second), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
-		{"enqueued, due, unclaimed", task(store.StatusEnqueued, -time.Second), nil, "default", 3, verdict{action: actionDefer, hideFor: retry}},
-		{"looked at too often", task(store.StatusPending, -time.Second), nil, "default", maxReceives + 1, verdict{action: actionDelete, reason: ReasonDuplicate}},
+		{"missing task", nil, fmt.Errorf("get: %w", store.ErrNotFound), "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}, store.ClaimReport{}},
+		{"unreadable task", nil, errors.New("connection reset"), "default", 1, verdict{action: actionLeave}, store.ClaimReport{}},
+		{"succeeded", task(store.StatusSucceeded, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}, store.ClaimReport{}},
+		{"dead", task(store.StatusDead, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}, store.ClaimReport{}},
+		{"failed", task(store.StatusFailed, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}, store.ClaimReport{}},
+		{"canceled", task(store.StatusCanceled, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}, store.ClaimReport{}},
+		{"held by another worker", task(store.StatusProcessing, -time.Minute), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}, store.ClaimReport{}},
+		{"another queue's task", task(store.StatusEnqueued, 0), nil, "emails", 1, verdict{action: actionDelete, reason: ReasonMisrouted}, store.ClaimReport{}},
+		{"misrouted even when finished", task(store.StatusSucceeded, 0), nil, "emails", 1, verdict{action: actionDelete, reason: ReasonMisrouted}, store.ClaimReport{}},
+		{"retry due in a minute", task(store.StatusEnqueued, time.Minute), nil, "default", 1, verdict{action: actionDefer, hideFor: time.Minute}, store.ClaimReport{}},
+		{"scheduled in two days: at most 12 h", task(store.StatusPending, 48*time.Hour), nil, "default", 1, verdict{action: actionDefer, hideFor: 12 * time.Hour}, store.ClaimReport{}},
+		{"pending and due: back from a retry or reap, sent anew", task(store.StatusPending, -time.Second), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate}, store.ClaimReport{}},
+		{"enqueued, due, unclaimed", task(store.StatusEnqueued, -time.Second), nil, "default", 3, verdict{action: actionDefer, hideFor: retry}, store.ClaimReport{}},
+		{"looked at too often", task(store.StatusPending, -time.Second), nil, "default", maxReceives + 1, verdict{action: actionDelete, reason: ReasonDuplicate}, store.ClaimReport{}},
+
+		// Held back by a queue setting (DESIGN.md section 11): hidden, never deleted,
+		// even past maxReceives, and even PENDING (which would otherwise be sent anew).
+		{"paused", task(store.StatusEnqueued, -time.Second), nil, "default", 1, verdict{action: actionDefer, hideFor: heldPauseHide},
+			store.ClaimReport{HeldBack: store.HeldByPause}},
+		{"paused, received too often", task(store.StatusEnqueued, -time.Second), nil, "default", maxReceives + 10, verdict{action: actionDefer, hideFor: heldPauseHide},
+			store.ClaimReport{HeldBack: store.HeldByPause}},
+		{"concurrency full, pending again", task(store.StatusPending, -time.Second), nil, "default", maxReceives + 1, verdict{action: actionDefer, hideFor: heldConcurrencyHide},
+			store.ClaimReport{HeldBack: store.HeldByConcurrency}},
+		{"group concurrency full", task(store.StatusEnqueued, -time.Second), nil, "default", 2, verdict{action: actionDefer, hideFor: heldConcurrencyHide},
+			store.ClaimReport{HeldBack: store.HeldByGroupConcurrency}},
+		{"rate window full for 7 s", task(store.StatusEnqueued, -time.Second), nil, "default", maxReceives + 1, verdict{action: actionDefer, hideFor: 7 * time.Second},
+			store.ClaimReport{HeldBack: store.HeldByRate, RetryIn: 7 * time.Second}},
+		{"group rate window full for 20 ms: at least a second", task(store.StatusEnqueued, -time.Second), nil, "default", 1, verdict{action: actionDefer, hideFor: time.Second},
+			store.ClaimReport{HeldBack: store.HeldByGroupRate, RetryIn: 20 * time.Millisecond}},
+		{"held back and due in a minute", task(store.StatusEnqueued, time.Minute), nil, "default", 1, verdict{action: actionDefer, hideFor: time.Minute},
+			store.ClaimReport{HeldBack: store.HeldByPause}},
+		{"held back, but finished meanwhile", task(store.StatusSucceeded, 0), nil, "default", 1, verdict{action: actionDelete, reason: ReasonDuplicate},
+			store.ClaimReport{HeldBack: store.HeldByConcurrency}},
 	}
 	for _, tc := range cases {
-		got := judge(tc.task, tc.err, tc.queue, now, tc.receives, retry)
+		got := judge(tc.task, tc.err, tc.queue, now, tc.receives, retry, tc.held)
 		if got.why == "" {
 			t.Errorf("%s: verdict has no reason for the log", tc.name)
 		}

@@ -209,6 +209,10 @@ type ClaimParams struct {
 	// scheduled_for, one another claimer had locked and let go), so a caller drops the
 	// hint when a claim comes back short, and at least every second. Ignored with TaskIDs.
 	After *ClaimKey
+	// Report, when set, is filled in with why the claim came back short, if a queue
+	// setting (pause, a limit) held it back: see ClaimReport (claimreport.go). nil: the
+	// caller does not want to know; the limits apply all the same.
+	Report *ClaimReport
 }
 
 // ClaimKey is a task's place in claim order: priority (highest first), then
@@ -351,7 +355,11 @@ type Store interface {
 	// ClaimTasks moves up to Limit due tasks (scheduled_for <= now, attempts left) from
 	// params.From to PROCESSING, highest priority then oldest first, each with a fresh
 	// lease token, worker id, lease expiry and attempt_count + 1, and records an attempt.
-	// Concurrent callers never receive the same task.
+	// Concurrent callers never receive the same task. The queue's settings
+	// (QueueSettings: pause, concurrency and rate limits, per queue and per group) are
+	// obeyed, never exceeded however many claim at once, and among due tasks of one
+	// priority level the queue's groups (GroupKey) are taken in turn (DESIGN.md section
+	// 11); a claim held back says so in params.Report.
 	ClaimTasks(ctx context.Context, params ClaimParams) ([]*Task, error)
 	// Heartbeat extends a lease. ErrLeaseLost when the token is not current.
 	Heartbeat(ctx context.Context, params HeartbeatParams) (*Task, error)

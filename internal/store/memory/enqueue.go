@@ -68,20 +68,6 @@ func (s *Store) indexEnqueued(e *entry, now time.Time) {
 	}
 }
 
-// peek returns the next item in claim order that stands for a claimable task, dropping
-// stale ones on the way, without removing it.
-func (cq *claimQueue) peek(now time.Time) (claimItem, bool) {
-	cq.promote(now)
-	for cq.ready.Len() > 0 {
-		it := cq.ready.Peek()
-		if cq.valid(it) && it.e.task.AttemptCount < it.e.task.MaxAttempts {
-			return it, true
-		}
-		cq.ready.Pop()
-	}
-	return claimItem{}, false
-}
-
 // enqueueKind says which index a picked task came from, and so what "unchanged" means
 // for it when send returns.
 type enqueueKind int
@@ -177,6 +163,9 @@ func wrapSendErr(err error) error {
 // the oldest-sent ENQUEUED ones whose send is older than RedeliverAfter.
 func (s *Store) pickForSend(p store.EnqueueParams) []pickedTask {
 	now := s.clock()
+	if set := s.limitsOf(p.Queue); set != nil && set.Paused {
+		return nil // a paused queue sends nothing, redeliveries included
+	}
 	cutoff := now.Add(-p.RedeliverAfter)
 	taken := map[*entry]bool{}
 
@@ -215,13 +204,18 @@ func (s *Store) pickForSend(p store.EnqueueParams) []pickedTask {
 	})
 
 	pending := s.claimable[queueStatus{p.Queue, store.StatusPending}]
+	pendingLeft := p.Limit // how many PENDING tasks may be sent: see sendBudget
+	if set := s.limitsOf(p.Queue); set != nil {
+		pendingLeft = s.sendBudget(set, p.Limit, now)
+	}
 	var out []pickedTask
 	for len(out) < p.Limit {
 		best := -1 // 0 pending, 1 lost
 		var bestItem claimItem
-		if pending != nil {
-			if it, ok := pending.peek(now); ok {
-				best, bestItem = 0, it
+		var bestGroup *readyGroup
+		if pending != nil && pendingLeft > 0 {
+			if g, it, ok := pending.front(now); ok {
+				best, bestItem, bestGroup = 0, it, g
 			}
 		}
 		if len(lost) > 0 && (best < 0 || claimOrder(lost[0].item, bestItem)) {
@@ -229,7 +223,8 @@ func (s *Store) pickForSend(p store.EnqueueParams) []pickedTask {
 		}
 		switch best {
 		case 0:
-			out = append(out, pickedTask{kind: pickedPending, item: pending.ready.Pop()})
+			pendingLeft--
+			out = append(out, pickedTask{kind: pickedPending, item: pending.ready.take(bestGroup)})
 		case 1:
 			out = append(out, lost[0])
 			lost = lost[1:]

@@ -45,12 +45,13 @@ func dueOrder(a, b claimItem) bool {
 }
 
 // claimQueue holds one queue's tasks of one claimable status: not-yet-due ones in
-// future (by scheduled_for) and due ones in ready (in claim order). Items move from
+// future (by scheduled_for) and due ones in ready (by group, served in turns; see
+// fair.go). Items move from
 // future to ready as time passes; a due task never becomes not due again without a new
 // item (its seq changes). Stale items are dropped when they surface or at compaction.
 type claimQueue struct {
 	future minHeap[claimItem]
-	ready  minHeap[claimItem]
+	ready  fairReady
 	live   int // tasks currently in this queue and status
 	// valid reports whether an item still stands for its task (claimItem.valid).
 	valid func(claimItem) bool
@@ -59,7 +60,7 @@ type claimQueue struct {
 func newClaimQueue(valid func(claimItem) bool) *claimQueue {
 	return &claimQueue{
 		future: minHeap[claimItem]{less: dueOrder},
-		ready:  minHeap[claimItem]{less: claimOrder},
+		ready:  newFairReady(),
 		valid:  valid,
 	}
 }
@@ -88,11 +89,11 @@ func (cq *claimQueue) push(it claimItem, now time.Time, live int) {
 	if it.at.After(now) {
 		cq.future.Push(it)
 	} else {
-		cq.ready.Push(it)
+		cq.ready.push(it)
 	}
 	if n := cq.future.Len() + cq.ready.Len(); n > 1024 && n > 2*live {
 		cq.future.Filter(cq.valid)
-		cq.ready.Filter(cq.valid)
+		cq.ready.filter(cq.valid)
 	}
 }
 
@@ -100,33 +101,42 @@ func (cq *claimQueue) push(it claimItem, now time.Time, live int) {
 func (cq *claimQueue) promote(now time.Time) {
 	for cq.future.Len() > 0 && !cq.future.Peek().at.After(now) {
 		if it := cq.future.Pop(); cq.valid(it) {
-			cq.ready.Push(it)
+			cq.ready.push(it)
 		}
 	}
 }
 
-// next pops the next claimable task in claim order, or nil.
-func (cq *claimQueue) next(now time.Time) *entry {
+// claimable reports whether an item stands for a task a claim may take.
+func (cq *claimQueue) claimable(it claimItem) bool {
+	return cq.valid(it) && it.e.task.AttemptCount < it.e.task.MaxAttempts
+}
+
+// front returns the next claimable task in turn (fair.go) without removing it, and its
+// group, for take or setAside; false when none is due.
+func (cq *claimQueue) front(now time.Time) (*readyGroup, claimItem, bool) {
 	cq.promote(now)
-	for cq.ready.Len() > 0 {
-		it := cq.ready.Pop()
-		if cq.valid(it) && it.e.task.AttemptCount < it.e.task.MaxAttempts {
-			return it.e
-		}
+	return cq.ready.front(cq.claimable)
+}
+
+// next takes the next claimable task in turn, or nil.
+func (cq *claimQueue) next(now time.Time) *entry {
+	g, _, ok := cq.front(now)
+	if !ok {
+		return nil
 	}
-	return nil
+	return cq.ready.take(g).e
 }
 
 // oldestDue returns the earliest scheduled_for among due tasks, or nil.
 func (cq *claimQueue) oldestDue(now time.Time) *time.Time {
 	cq.promote(now)
 	var oldest *time.Time
-	for _, it := range cq.ready.items {
+	cq.ready.each(func(it claimItem) {
 		if cq.valid(it) && (oldest == nil || it.at.Before(*oldest)) {
 			at := it.at
 			oldest = &at
 		}
-	}
+	})
 	return oldest
 }
 
@@ -179,12 +189,8 @@ func (s *Store) nextExpired(now time.Time) (leaseItem, bool) {
 // nextDue reports how long until the queue's earliest task is due (0 when one is due
 // now), or false when it holds none. Stale items met on the way are dropped.
 func (cq *claimQueue) nextDue(now time.Time) (time.Duration, bool) {
-	cq.promote(now)
-	for cq.ready.Len() > 0 {
-		if cq.valid(cq.ready.Peek()) {
-			return 0, true
-		}
-		cq.ready.Pop()
+	if _, _, ok := cq.front(now); ok {
+		return 0, true
 	}
 	for cq.future.Len() > 0 {
 		if it := cq.future.Peek(); cq.valid(it) {

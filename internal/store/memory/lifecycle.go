@@ -14,6 +14,7 @@ import (
 
 // ClaimTasks moves up to Limit due tasks to PROCESSING; see store.Store.
 func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
+	p.Report.Reset()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -37,6 +38,12 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 		}
 	}
 	now := s.clock()
+	var b *claimBudget // nil: the queue has no limits (rules 1-7 of flow control)
+	if set := s.limitsOf(p.Queue); set != nil {
+		b = s.budget(set, p.Limit, now)
+		b.report = p.Report
+		defer b.done()
+	}
 	var picked []*entry
 	if p.TaskIDs != nil { // a restriction, even to nothing
 		seen := map[uuid.UUID]bool{}
@@ -58,10 +65,28 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 			}
 			return 1
 		})
-		for _, it := range items[:min(len(items), p.Limit)] {
+		left := false // a due task asked for was left
+		for _, it := range items {
+			if len(picked) == p.Limit {
+				break
+			}
+			if b != nil {
+				if !b.admits(it.e.task.GroupKey) {
+					left = true
+					continue
+				}
+				b.took(it.e.task.GroupKey)
+			}
 			picked = append(picked, it.e)
 		}
-	} else if cq := s.claimable[queueStatus{p.Queue, p.From}]; cq != nil {
+		if b != nil {
+			b.explain(len(picked), left || len(picked) < min(len(items), p.Limit))
+		}
+	} else if cq := s.claimable[queueStatus{p.Queue, p.From}]; cq != nil && b != nil {
+		picked = s.claimLimited(cq, b)
+		_, _, more := cq.front(now)
+		b.explain(len(picked), more)
+	} else if cq != nil {
 		for len(picked) < p.Limit {
 			e := cq.next(now)
 			if e == nil {

@@ -4,8 +4,9 @@
 // to DEAD or FAILED, a REPLAYED event on every replay) and the idempotency-key index.
 //
 // One mutex guards everything. Claims stay cheap however large the backlog: each queue
-// and claimable status has a heap of due tasks (priority desc, scheduled_for, id) fed by a
-// heap of not-yet-due ones, both with lazy removal; expired leases come off a heap ordered
+// and claimable status has a heap of due tasks per group (priority desc, scheduled_for,
+// id) under a heap of the groups' turns (fair.go), fed by a heap of not-yet-due ones, all
+// with lazy removal; queue settings are applied in limits.go; expired leases come off a heap ordered
 // by expiry. EnqueueDue (SQS mode) reads indexes of its own, in enqueue.go. Every value
 // returned is a deep copy.
 package memory
@@ -52,6 +53,10 @@ type Store struct {
 	served      map[string]map[string]time.Time // queue -> enqueuer -> served until; queuemode.go
 	workers     map[string]*store.Worker        // by id; workers.go
 	queues      map[string]*store.QueueSettings // configured queues; queues.go
+	// groupRunning counts each group's PROCESSING tasks, claimLogs the recent claims of
+	// rate-limited queues: what limits.go reads.
+	groupRunning map[queueGroup]int
+	claimLogs    map[string]*claimLog
 }
 
 // entry is one task and everything hanging off it.
@@ -67,17 +72,18 @@ type entry struct {
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		now:         func() time.Time { return time.Now() },
-		rnd:         rand.Float64,
-		tasks:       map[uuid.UUID]*entry{},
-		idempotency: map[string]*entry{},
-		claimable:   map[queueStatus]*claimQueue{},
-		leases:      minHeap[leaseItem]{less: leaseLess},
-		processing:  map[uuid.UUID]*entry{},
-		counts:      map[string]map[store.Status]int64{},
-		subs:        map[int]chan string{},
-		listeners:   map[int]chan store.Notification{},
-		schedules:   map[string]*schedule{},
+		now:          func() time.Time { return time.Now() },
+		rnd:          rand.Float64,
+		tasks:        map[uuid.UUID]*entry{},
+		idempotency:  map[string]*entry{},
+		claimable:    map[queueStatus]*claimQueue{},
+		leases:       minHeap[leaseItem]{less: leaseLess},
+		processing:   map[uuid.UUID]*entry{},
+		counts:       map[string]map[store.Status]int64{},
+		subs:         map[int]chan string{},
+		listeners:    map[int]chan store.Notification{},
+		schedules:    map[string]*schedule{},
+		groupRunning: map[queueGroup]int{},
 	}
 }
 
@@ -159,6 +165,7 @@ func (s *Store) transition(e *entry, to store.Status, now time.Time, mutate func
 	if old.Status == store.StatusProcessing {
 		delete(s.processing, t.ID)
 	}
+	s.countGroupRunning(t, old.Status, to)
 	e.seq++
 
 	switch {

@@ -238,3 +238,85 @@ func ExampleNew() {
 	fmt.Println(res[0].Task.Status, claimed[0].Status, out[0].Status)
 	// Output: PENDING PROCESSING SUCCEEDED
 }
+
+// groupedBacklog creates a big group of n tasks first, then small groups of 10 tasks.
+func groupedBacklog(tb testing.TB, s *Store, q string, n, small int) {
+	tb.Helper()
+	var params []store.CreateParams
+	for range n {
+		params = append(params, store.CreateParams{Queue: q, Kind: "k", GroupKey: "big"})
+	}
+	for g := range small {
+		for range 10 {
+			params = append(params, store.CreateParams{Queue: q, Kind: "k", GroupKey: fmt.Sprintf("small-%d", g)})
+		}
+	}
+	if _, err := s.CreateTasks(context.Background(), params); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkClaimFairGroupedBacklog: claims take groups in turn, under limits, without
+// walking the big group's backlog (compare BenchmarkClaimFromLargeBacklog).
+func BenchmarkClaimFairGroupedBacklog(b *testing.B) {
+	for _, limited := range []bool{false, true} {
+		b.Run(fmt.Sprintf("limited=%v", limited), func(b *testing.B) {
+			s := New()
+			if limited {
+				ten := 10
+				if _, err := s.UpdateQueueSettings(context.Background(), "g", store.QueuePatch{
+					GroupConcurrency: &store.Change[int]{To: &ten}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			groupedBacklog(b, s, "g", 100_000, 100)
+			ctx := context.Background()
+			p := store.ClaimParams{Queue: "g", From: store.StatusPending, WorkerID: "w", Limit: 10, LeaseDuration: time.Minute}
+			b.ResetTimer()
+			for b.Loop() {
+				got, err := s.ClaimTasks(ctx, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				outs := make([]store.Outcome, len(got))
+				for i, task := range got {
+					outs[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}
+				}
+				if _, err := s.RecordOutcomes(ctx, outs); err != nil {
+					b.Fatal(err)
+				}
+				if len(got) == 0 {
+					b.StopTimer()
+					groupedBacklog(b, s, "g", 100_000, 100)
+					b.StartTimer()
+				}
+			}
+		})
+	}
+}
+
+// TestResumeWakesWaiters: resuming a queue (or changing a limit) wakes the workers
+// waiting for its tasks, which a paused claim sent back to waiting.
+func TestResumeWakesWaiters(t *testing.T) {
+	s := New()
+	ctx := t.Context()
+	paused, resumed := true, false
+	if _, err := s.UpdateQueueSettings(ctx, "q", store.QueuePatch{Paused: &paused}); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.WaitForTasks(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateQueueSettings(ctx, "q", store.QueuePatch{Paused: &resumed}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case q := <-ch:
+		if q != "q" {
+			t.Fatalf("woken for queue %q, want q", q)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("resume woke no waiter")
+	}
+}

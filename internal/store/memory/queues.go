@@ -42,6 +42,11 @@ func (s *Store) UpdateQueueSettings(ctx context.Context, queue string, patch sto
 		s.queues = map[string]*store.QueueSettings{}
 	}
 	s.queues[queue] = &q
+	if !q.Paused {
+		// A resume or a raised limit may let due tasks run: wake the queue's waiters
+		// rather than leave them to their poll interval.
+		s.notify(map[string]bool{queue: true})
+	}
 	return cloneQueueSettings(&q), nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 // ClaimTasks moves up to params.Limit due tasks to PROCESSING in one statement.
 func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*store.Task, error) {
+	params.Report.Reset()
 	queue := params.Queue
 	if queue == "" {
 		queue = store.DefaultQueue
@@ -38,13 +39,18 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 		return nil, fmt.Errorf("claim tasks: %w: the hint's priority %d is no task's", store.ErrInvalid, params.After.Priority)
 	}
 
+	if params.TaskIDs != nil && len(params.TaskIDs) == 0 {
+		return []*store.Task{}, nil
+	}
+	if s.flowControlled.recently(queue) {
+		// The plain statement would claim nothing: save its round trip (limits.go).
+		return s.claimLimited(ctx, queue, limit, params)
+	}
+
 	var rows pgx.Rows
 	var err error
 	switch {
 	case params.TaskIDs != nil:
-		if len(params.TaskIDs) == 0 {
-			return []*store.Task{}, nil
-		}
 		rows, err = s.pool.Query(ctx, sqlClaimTasksByID, planPerCall, queue, limit, params.WorkerID,
 			params.LeaseDuration, params.TaskIDs, string(params.From))
 	default:
@@ -67,6 +73,11 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
+	if len(tasks) == 0 {
+		// Nothing claimed: the queue may be one the plain statement leaves to flow
+		// control (limits.go), or simply have nothing due; rota.claim_limited tells.
+		return s.claimLimited(ctx, queue, limit, params)
+	}
 	return tasks, nil
 }
 
@@ -82,13 +93,22 @@ func collectClaimedTasks(rows pgx.Rows, err error) ([]*store.Task, error) {
 			return nil, err
 		}
 		t := s.result()
-		if trace != nil {
-			if err := json.Unmarshal(trace, &t.TraceContext); err != nil {
-				return nil, fmt.Errorf("task %s: trace context: %w", t.ID, err)
-			}
+		if err := decodeTraceContext(t, trace); err != nil {
+			return nil, err
 		}
 		return t, nil
 	})
+}
+
+// decodeTraceContext sets t's trace context from its jsonb column (nil: none).
+func decodeTraceContext(t *store.Task, trace []byte) error {
+	if trace == nil {
+		return nil
+	}
+	if err := json.Unmarshal(trace, &t.TraceContext); err != nil {
+		return fmt.Errorf("task %s: trace context: %w", t.ID, err)
+	}
+	return nil
 }
 
 // traceContextJSON is a trace context as a jsonb argument, nil (NULL) when empty.

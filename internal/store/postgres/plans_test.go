@@ -65,6 +65,71 @@ func TestHotPathNeverScansTasks(t *testing.T) {
 	}
 }
 
+// TestFlowControlledClaimsNeverScanTasks is TestHotPathNeverScansTasks for the claims of
+// flow control (rota.claim_limited, migration 0022): a queue with limits, and queues
+// whose tasks carry group keys (with group limits, and without settings: fairness only),
+// with statistics gathered while the table was empty, then while most tasks are grouped
+// (the planner then liked a sequential scan to find "a grouped task").
+func TestFlowControlledClaimsNeverScanTasks(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	ten, hundred := 10, 100
+	for queue, patch := range map[string]store.QueuePatch{
+		"limited": {Concurrency: &store.Change[int]{To: &hundred}, Rate: &store.Change[store.RateLimit]{To: &store.RateLimit{Limit: 100000, PerSeconds: 60}}},
+		"groups":  {GroupConcurrency: &store.Change[int]{To: &ten}, GroupRate: &store.Change[store.RateLimit]{To: &store.RateLimit{Limit: 1000, PerSeconds: 60}}},
+	} {
+		if _, err := st.UpdateQueueSettings(ctx, queue, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queues := []string{"limited", "groups", "fair", "default"}
+	claimAll := func(want int) {
+		t.Helper()
+		for _, q := range queues {
+			tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: q, From: store.StatusPending, WorkerID: "w", Limit: 50,
+				LeaseDuration: time.Minute, Report: &store.ClaimReport{}})
+			if err != nil || len(tasks) != want {
+				t.Fatalf("claim %s: %d tasks, %v; want %d", q, len(tasks), err, want)
+			}
+			outcomes := make([]store.Outcome, len(tasks))
+			for i, task := range tasks {
+				outcomes[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}
+			}
+			if _, err := st.RecordOutcomes(ctx, outcomes); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for range 10 { // plans settled on the empty table
+		claimAll(0)
+	}
+	for _, q := range queues {
+		params := make([]store.CreateParams, 5000)
+		for i := range params {
+			params[i] = store.CreateParams{Queue: q, Kind: "noop"}
+			if q != "limited" && q != "default" {
+				params[i].GroupKey = fmt.Sprintf("tenant-%d", i%500)
+			}
+		}
+		mustCreate(t, st, params...)
+	}
+	before := seqScans(t, pool)
+	for range 3 {
+		claimAll(50)
+	}
+	exec(t, pool, `ANALYZE rota.tasks`) // statistics that say half the tasks are grouped
+	for range 3 {
+		claimAll(50)
+	}
+	if after := seqScans(t, pool); after != before {
+		t.Fatalf("flow-controlled claims scanned rota.tasks sequentially %d times", after-before)
+	}
+}
+
 // seqScans returns rota.tasks' sequential-scan count, after flushing this backend's
 // pending statistics.
 func seqScans(t *testing.T, pool *pgxpool.Pool) int64 {

@@ -36,10 +36,11 @@ import (
 // (a tenth of them with expired leases). 50 queues with a skewed load (q0 busiest),
 // 20 kinds; noop tasks never die, so status=DEAD&queue=q2&kind=noop matches nothing.
 // One attempt row per attempt of a finished task, one dead letter per DEAD or FAILED.
+// Queues q3 and q6 spread their tasks over 1,000 groups (group_key tenant-0 to -999).
 const scaleLoadTasks = `
 INSERT INTO rota.tasks (id, queue, kind, payload, status, priority, scheduled_for, attempt_count,
     max_attempts, idempotency_key, worker_id, lease_token, lease_expires_at, enqueued_at,
-    processing_started_at, completed_at, last_error, created_at, updated_at)
+    processing_started_at, completed_at, last_error, created_at, updated_at, group_key)
 SELECT (lpad(to_hex((extract(epoch FROM created) * 1000)::bigint), 12, '0') || '7'
         || substr(h, 1, 3) || '8' || substr(h, 4, 15))::uuid,
        queue,
@@ -62,7 +63,8 @@ SELECT (lpad(to_hex((extract(epoch FROM created) * 1000)::bigint), 12, '0') || '
        CASE WHEN status = 'PROCESSING' THEN now() - interval '10 seconds' END,
        CASE WHEN status IN ('SUCCEEDED', 'CANCELED', 'DEAD', 'FAILED') THEN created + interval '2 seconds' END,
        CASE WHEN status IN ('DEAD', 'FAILED') THEN 'scale: handler failed' END,
-       created, created
+       created, created,
+       CASE WHEN queue IN ('q3', 'q6') THEN 'tenant-' || (g % 1000) END
 FROM (
     SELECT g, u, md5(g::text || random()::text) AS h,
            'q' || floor(50 * u2 * u2)::int AS queue,
@@ -249,6 +251,7 @@ func explainingStore(t testing.TB, url string) (*postgres.Store, *pgxpool.Pool, 
 			SET auto_explain.log_analyze = on;
 			SET auto_explain.log_buffers = on;
 			SET auto_explain.log_timing = on;
+			SET auto_explain.log_nested_statements = on;
 			SET client_min_messages = log`)
 		return err
 	}
@@ -279,8 +282,29 @@ type scaleStatement struct {
 // scaleWork carries ids between statements: the claim's tasks feed the heartbeat and
 // the outcome.
 type scaleWork struct {
-	claimed  []*store.Task
-	enqueued []uuid.UUID
+	claimed         []*store.Task
+	enqueued        []uuid.UUID
+	enqueuedLimited []uuid.UUID // of q5, which has limits
+}
+
+// limitedClaim sets queue's settings (an empty patch: as they are) and claims from it:
+// rota.claim_limited's statements (auto_explain logs nested statements too). With ids,
+// a claim by id from ENQUEUED.
+func limitedClaim(ctx context.Context, st *postgres.Store, w *scaleWork, queue string, patch store.QueuePatch, ids []uuid.UUID) error {
+	if _, err := st.UpdateQueueSettings(ctx, queue, patch); err != nil {
+		return err
+	}
+	p := store.ClaimParams{Queue: queue, From: store.StatusPending, WorkerID: "bench", Limit: 50, LeaseDuration: time.Minute,
+		Report: &store.ClaimReport{}}
+	if ids != nil {
+		p.From, p.TaskIDs, p.Limit = store.StatusEnqueued, ids, len(ids)
+	}
+	tasks, err := st.ClaimTasks(ctx, p)
+	if err == nil && len(tasks) == 0 {
+		err = fmt.Errorf("claimed nothing from %s (report %+v)", queue, *p.Report)
+	}
+	w.claimed = append(w.claimed, tasks...)
+	return err
 }
 
 func listCase(statuses []store.Status, queue, kind string) scaleStatement {
@@ -340,6 +364,37 @@ func scaleStatements() []scaleStatement {
 			tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "q2", From: store.StatusEnqueued, TaskIDs: ids, WorkerID: "bench", Limit: 10, LeaseDuration: time.Minute})
 			w.claimed = append(w.claimed, tasks...)
 			return err
+		}},
+		{Name: "claim (poll, 50, limits: concurrency, rate)", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			return limitedClaim(ctx, st, w, "q4", store.QueuePatch{Concurrency: &store.Change[int]{To: new(1000)},
+				Rate: &store.Change[store.RateLimit]{To: &store.RateLimit{Limit: 100_000, PerSeconds: 60}}}, nil)
+		}},
+		{Name: "claim (poll, 50, fair over 1,000 groups, group limits)", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			return limitedClaim(ctx, st, w, "q3", store.QueuePatch{Concurrency: &store.Change[int]{To: new(1000)},
+				GroupConcurrency: &store.Change[int]{To: new(10)},
+				GroupRate:        &store.Change[store.RateLimit]{To: &store.RateLimit{Limit: 1000, PerSeconds: 60}}}, nil)
+		}},
+		{Name: "claim (poll, 50, fair over 1,000 groups, no settings)", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "q6", From: store.StatusPending, WorkerID: "bench", Limit: 50, LeaseDuration: time.Minute})
+			w.claimed = append(w.claimed, tasks...)
+			return err
+		}},
+		{Name: "enqueue_due (SQS, 50, limited queue)", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			if _, err := st.UpdateQueueSettings(ctx, "q5", store.QueuePatch{Concurrency: &store.Change[int]{To: new(1000)},
+				Rate: &store.Change[store.RateLimit]{To: &store.RateLimit{Limit: 100_000, PerSeconds: 60}}}); err != nil {
+				return err
+			}
+			w.enqueuedLimited = nil
+			_, err := st.EnqueueDue(ctx, store.EnqueueParams{Queue: "q5", Limit: 50, RedeliverAfter: 5 * time.Minute},
+				func(_ context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+					w.enqueuedLimited = append(w.enqueuedLimited, ids...)
+					return ids, nil
+				})
+			return err
+		}},
+		{Name: "claim by id (SQS, 10, limited queue)", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			ids := w.enqueuedLimited[:min(10, len(w.enqueuedLimited))]
+			return limitedClaim(ctx, st, w, "q5", store.QueuePatch{}, ids)
 		}},
 		{Name: "heartbeat", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
 			if len(w.claimed) == 0 {
@@ -569,6 +624,9 @@ func TestStatementsAreIndexBound(t *testing.T) {
 		}
 		if r.SeqScansTasks() {
 			t.Errorf("%s scans rota.tasks sequentially:\n%s", r.Name, strings.Join(r.Plans, "\n"))
+		}
+		if os.Getenv("ROTA_DEBUG_PLANS") != "" {
+			t.Logf("%s: %d plans, %s, max rows removed %d", r.Name, len(r.Plans), r.Shape(), r.MaxRowsRemoved())
 		}
 		if n := r.MaxRowsRemoved(); !linear[r.Name] && n > tasks/50 {
 			t.Errorf("%s read and threw away %d rows in one plan node:\n%s", r.Name, n, strings.Join(r.Plans, "\n"))

@@ -37,6 +37,9 @@ type Store struct {
 	mu         sync.Mutex
 	closed     bool
 	listenCfg  *pgx.ConnConfig // nil: the pool's (ListenWith)
+
+	// flowControlled: queues whose last claims went through rota.claim_limited (limits.go).
+	flowControlled flowControlledQueues
 }
 
 // New returns a store on pool. The caller owns the pool: Close does not close it.

@@ -83,6 +83,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Insights", insightsTests},
 		{"Workers", workerTests},
 		{"QueueSettings", queueSettingsTests},
+		{"Limits", limitTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

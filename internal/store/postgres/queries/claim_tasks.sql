@@ -24,8 +24,23 @@
 -- one array: a TID scan whatever the planner thinks of the table's size or of how many
 -- rows $2 lets through (joined to the CTE instead, a generic plan, which guesses a tenth
 -- of the table, hash-joins against a full scan of it).
+--
+-- Flow control (migration 0022): a queue with settings that hold claims back (pause,
+-- limits) or with grouped tasks (fair claiming) is not claimed here. The walk does not
+-- start (two index probes: the queue's settings row, and one entry of tasks_fair_*), the
+-- statement returns nothing, and ClaimTasks calls rota.claim_limited instead.
 WITH RECURSIVE levels(priority) AS (
     SELECT 32767::smallint -- above every priority (a smallint): where the walk starts
+    WHERE NOT EXISTS (SELECT FROM rota.queues q
+                      WHERE q.name = $1
+                        AND (q.paused OR q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL
+                             OR q.group_concurrency IS NOT NULL OR q.group_rate_limit IS NOT NULL))
+      AND (SELECT true FROM rota.tasks g
+           WHERE g.status = {{status}} AND g.queue = $1 AND g.group_key IS NOT NULL
+           -- tasks_fair_*'s order: one probe of it, never a scan of the table (NOT
+           -- EXISTS would drop the ORDER BY, and the planner likes a scan when
+           -- statistics say many tasks are grouped)
+           ORDER BY g.priority DESC, g.group_key LIMIT 1) IS NULL
   UNION ALL
     -- With a hint, the levels above the hint's are probed down to it, not past it, and
     -- the hint's level follows them unprobed: a probe into it would step over the

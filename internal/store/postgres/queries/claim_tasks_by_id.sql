@@ -12,9 +12,18 @@
 -- ENQUEUED. Waiting lets the claim see that commit instead of reporting "nothing to
 -- claim" for a task that is about to be claimable. Every locker holds such a row for one
 -- short statement or transaction, never across a handler run.
+--
+-- Flow control (migration 0022): for a queue whose settings hold claims back (pause,
+-- limits) nothing is locked or claimed here (one probe of its settings row), and
+-- ClaimTasks calls rota.claim_limited instead. Fairness does not apply to a claim by id.
 WITH due AS (
     SELECT t.id
-    FROM (SELECT DISTINCT id FROM unnest($5::uuid[]) AS u (id) ORDER BY id) AS want
+    FROM (SELECT DISTINCT id FROM unnest($5::uuid[]) AS u (id)
+          WHERE NOT EXISTS (SELECT FROM rota.queues q
+                            WHERE q.name = $1
+                              AND (q.paused OR q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL
+                                   OR q.group_concurrency IS NOT NULL OR q.group_rate_limit IS NOT NULL))
+          ORDER BY id) AS want
     CROSS JOIN LATERAL (
         SELECT id, status, queue, priority, scheduled_for, attempt_count, max_attempts
         FROM rota.tasks

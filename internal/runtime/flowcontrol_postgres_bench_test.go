@@ -1,0 +1,157 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rotaqueue/rota/internal/runtime"
+	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/pgtest"
+)
+
+// flowBacklog is the backlog each variant of BenchmarkDrainFlowControlPostgres drains.
+const flowBacklog = 20_000
+
+// BenchmarkDrainFlowControlPostgres is the cost of flow control (issue #14,
+// docs/performance.md "Flow control"): a worker at its default concurrency (100) drains
+// a backlog of noop tasks from PostgreSQL in poll mode, from a queue
+//
+//   - unlimited: no settings, no group keys (the plain claim);
+//   - concurrency: concurrency = the worker's concurrency (every claim goes through
+//     rota.claim_limited, under the queue's lock);
+//   - groups: 1,000 groups (round robin) and group_concurrency 10 (the fair walk, and
+//     a count per group).
+//
+// Every iteration drains all three, in an order that rotates, so that a shared
+// machine's changing load falls on each alike; the ratios to unlimited are reported.
+// Run with
+//
+//	go test -run '^$' -bench DrainFlowControlPostgres -benchtime 3x ./internal/runtime/
+func BenchmarkDrainFlowControlPostgres(b *testing.B) {
+	variants := []struct {
+		queue  string
+		patch  *store.QueuePatch
+		groups int
+	}{
+		{"unlimited", nil, 0},
+		{"concurrency", &store.QueuePatch{Concurrency: &store.Change[int]{To: new(runtime.DefaultConcurrency)}}, 0},
+		{"groups", &store.QueuePatch{GroupConcurrency: &store.Change[int]{To: new(10)}}, 1000},
+	}
+	pool := pgtest.NewPoolConns(b, 16)
+	st := postgres.New(pool)
+	defer st.Close()
+	ctx := context.Background()
+	for _, v := range variants {
+		if v.patch != nil {
+			if _, err := st.UpdateQueueSettings(ctx, v.queue, *v.patch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var done atomic.Int64
+	var finished chan struct{}
+	mux := runtime.NewMux()
+	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error {
+		if done.Add(1) == flowBacklog {
+			close(finished)
+		}
+		return nil
+	})
+	elapsed := make([]time.Duration, len(variants))
+	obs := make([]claimCounter, len(variants))
+	b.StopTimer()
+	for i := 0; i < b.N; i++ {
+		for k := range variants {
+			j := (i + k) % len(variants)
+			v := variants[j]
+			fillGroupedBacklog(b, pool, st, v.queue, v.groups)
+			done.Store(0)
+			finished = make(chan struct{})
+			w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, Observer: &obs[j],
+				Queues: map[string]int{v.queue: runtime.DefaultConcurrency},
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				b.Fatal(err)
+			}
+			wctx, cancel := context.WithCancel(ctx)
+			ran := make(chan error, 1)
+			b.StartTimer()
+			start := time.Now()
+			go func() { ran <- w.Run(wctx) }()
+			<-finished
+			waitAllSucceeded(b, pool, flowBacklog)
+			elapsed[j] += time.Since(start)
+			b.StopTimer()
+			cancel()
+			if err := <-ran; err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	rate := func(j int) float64 { return float64(flowBacklog*b.N) / elapsed[j].Seconds() }
+	for j, v := range variants {
+		b.ReportMetric(rate(j), v.queue+"-tasks/s")
+		b.ReportMetric(float64(obs[j].held.Load())/float64(b.N), v.queue+"-held/drain")
+		if j > 0 {
+			b.ReportMetric(rate(j)/rate(0), v.queue+"/unlimited")
+		}
+	}
+}
+
+// fillGroupedBacklog empties the table and inserts flowBacklog due noop tasks of queue,
+// spread round robin over groups group keys (0: none), then vacuums.
+func fillGroupedBacklog(b *testing.B, pool *pgxpool.Pool, st store.Store, queue string, groups int) {
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `TRUNCATE rota.tasks CASCADE`); err != nil {
+		b.Fatal(err)
+	}
+	params := make([]store.CreateParams, 5000)
+	for n := 0; n < flowBacklog; n += len(params) {
+		for i := range params {
+			params[i] = store.CreateParams{ID: store.NewID(), Queue: queue, Kind: "noop", ScheduledFor: time.Now().Add(-time.Second)}
+			if groups > 0 {
+				params[i].GroupKey = fmt.Sprintf("tenant-%d", (n+i)%groups)
+			}
+		}
+		if _, err := st.CreateTasks(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE rota.tasks`); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func waitAllSucceeded(b *testing.B, pool *pgxpool.Pool, want int) {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var n int
+		if err := pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM rota.tasks WHERE status = 'SUCCEEDED'`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		if n == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("only %d of %d tasks succeeded", n, want)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// claimCounter counts a worker's claims held back by a queue setting.
+type claimCounter struct {
+	runtime.NopObserver
+	held atomic.Int64
+}
+
+func (c *claimCounter) ClaimHeldBack(string, store.HoldBack) { c.held.Add(1) }

@@ -1,0 +1,70 @@
+package runtime
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/loop"
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// A claim held back by a queue's settings (store.ClaimReport, DESIGN.md section 11)
+// leaves due tasks in the queue, so the fetcher is not idle: the idle watcher would wake
+// it at once, and a wake-up or a freed slot would have it claim again in a loop that
+// the limit turns away every time. It waits on what the report says instead:
+//
+//   - rate, group_rate: until the window admits another claim (ClaimReport.RetryIn, at
+//     most heldMaxWait, so that a removed limit is noticed);
+//   - concurrency, group_concurrency: until an outcome of the queue committed in this
+//     process (a running task of the queue ended: a slot may be free), or heldRetry
+//     (another process's task may have ended);
+//   - paused: until a wake-up for the queue (new tasks; a resume that notifies), or a
+//     poll interval.
+
+const (
+	// heldRetry is how soon a claim held back by a concurrency limit is tried again
+	// when no task of the queue ends in this process.
+	heldRetry = 250 * time.Millisecond
+	// heldMaxWait bounds a wait for a rate window.
+	heldMaxWait = 5 * time.Second
+)
+
+// notifyCommitted tells the fetcher that an outcome of its queue was committed (a task
+// of the queue stopped running), without blocking.
+func (f *fetcher) notifyCommitted() {
+	select {
+	case f.committed <- struct{}{}:
+	default:
+	}
+}
+
+// waitHeld waits after a claim held back by r.HeldBack, as the comment above says; it
+// reports whether ctx is alive.
+func (f *fetcher) waitHeld(ctx context.Context, r store.ClaimReport) bool {
+	var d time.Duration
+	var woken <-chan struct{}
+	switch r.HeldBack {
+	case store.HeldByRate, store.HeldByGroupRate:
+		d = min(max(r.RetryIn, time.Millisecond), heldMaxWait)
+		d += time.Duration(rand.Int64N(int64(d/20) + int64(time.Millisecond))) // spread the workers a little
+	case store.HeldByPause:
+		d, woken = loop.Jitter(f.w.cfg.PollInterval), f.wake
+	default: // concurrency, group_concurrency
+		// A commit signalled while the claim ran is not dropped: the claim may have
+		// counted before that commit (one needless claim at worst, never a lost wake-up).
+		// Finished tasks count against the limit until their outcomes are written:
+		// have the committer write what it holds now rather than after its interval.
+		f.w.committer.expedite()
+		d, woken = loop.Jitter(heldRetry), f.committed
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-woken:
+	case <-t.C:
+	}
+	return true
+}

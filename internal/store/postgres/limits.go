@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
+
+// Flow control (DESIGN.md section 11, docs/architecture.md "Flow control"). The plain
+// claim statements (claim_tasks.sql, claim_tasks_by_id.sql) claim nothing for a queue
+// whose settings hold claims back or, walking a queue, whose tasks carry group keys;
+// ClaimTasks then calls rota.claim_limited (migration 0022), which obeys the settings
+// under the queue's lock and takes the groups in turn.
+
+const sqlClaimLimited = `SELECT * FROM rota.claim_limited($1, $2, $3, $4, $5, $6)`
+
+// claimLimited claims through rota.claim_limited and fills params.Report from its
+// report row (the row whose task columns are NULL).
+func (s *Store) claimLimited(ctx context.Context, queue string, limit int, params store.ClaimParams) ([]*store.Task, error) {
+	var ids []pgtype.UUID // NULL unless the claim is by id
+	if params.TaskIDs != nil {
+		ids = make([]pgtype.UUID, len(params.TaskIDs))
+		for i, id := range params.TaskIDs {
+			ids[i] = pgtype.UUID{Bytes: id, Valid: true}
+		}
+	}
+	rows, err := s.pool.Query(ctx, sqlClaimLimited, planPerCall, queue, string(params.From), limit,
+		params.WorkerID, params.LeaseDuration, ids)
+	if err != nil {
+		return nil, translate("claim tasks", err)
+	}
+	var report store.ClaimReport
+	tasks, err := collectLimitedClaim(rows, &report)
+	if err != nil {
+		return nil, translate("claim tasks", err)
+	}
+	if params.Report != nil {
+		*params.Report = report
+	}
+	// Tasks the plain statement left, or a setting that held the claim back: the queue
+	// is flow controlled, and its next claims skip the plain statement for a while.
+	// Nothing claimed and nothing held back: an empty queue, which may well be plain.
+	s.flowControlled.mark(queue, len(tasks) > 0 || report.HeldBack != "")
+	return tasks, nil
+}
+
+// flowControlRecheck is how long the claims of a queue found flow controlled go
+// straight to rota.claim_limited. Only the path is remembered, never the settings
+// (every claim reads them): a queue whose limits were removed and whose grouped tasks
+// are gone claims through the plain statement again at most this long after.
+const flowControlRecheck = time.Second
+
+// flowControlledQueues remembers the queues recently found flow controlled.
+type flowControlledQueues struct{ until sync.Map } // queue -> time.Time
+
+func (f *flowControlledQueues) recently(queue string) bool {
+	until, ok := f.until.Load(queue)
+	return ok && time.Now().Before(until.(time.Time))
+}
+
+func (f *flowControlledQueues) mark(queue string, controlled bool) {
+	if controlled {
+		f.until.Store(queue, time.Now().Add(flowControlRecheck))
+	} else {
+		f.until.Delete(queue)
+	}
+}
+
+// collectLimitedClaim reads rota.claim_limited's rows: (held, retry_ms, the task's
+// columns, trace_context); a row with held set carries the report and no task.
+func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) ([]*store.Task, error) {
+	defer rows.Close()
+	tasks := []*store.Task{}
+	for rows.Next() {
+		var held pgtype.Text
+		var retryMS pgtype.Float8
+		if raw := rows.RawValues(); len(raw) > 2 && raw[2] == nil { // no task: the report
+			dst := make([]any, len(rows.FieldDescriptions())) // nil: the task's columns, skipped
+			dst[0], dst[1] = &held, &retryMS
+			if err := rows.Scan(dst...); err != nil {
+				return nil, err
+			}
+			report.Hold(store.HoldBack(held.String), time.Duration(retryMS.Float64*float64(time.Millisecond)))
+			continue
+		}
+		var ts taskScan
+		var trace []byte
+		if err := rows.Scan(append(append([]any{&held, &retryMS}, ts.dest()...), &trace)...); err != nil {
+			return nil, err
+		}
+		t := ts.result()
+		if err := decodeTraceContext(t, trace); err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, rows.Err()
+}
