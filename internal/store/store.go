@@ -72,6 +72,18 @@ type Task struct {
 	// leave it nil).
 	TraceContext map[string]string
 
+	// The flow step this task runs (flow.go); FlowID is uuid.Nil for a plain task. Set
+	// by GetTask and ClaimTasks (other reads may leave them unset).
+	FlowID uuid.UUID
+	Step   string
+	// Inputs maps each of the step's dependencies to its output ({} for a step without
+	// dependencies); nil for a plain task.
+	Inputs json.RawMessage
+	// Item is the element of the for_each dependency's output this task runs for, and
+	// Index its 0-based position; nil for a task of a step without for_each.
+	Item  json.RawMessage
+	Index *int
+
 	WorkerID       string     // "" when never claimed
 	LeaseToken     uuid.UUID  // uuid.Nil unless PROCESSING
 	LeaseExpiresAt *time.Time // nil unless PROCESSING
@@ -321,6 +333,8 @@ type Store interface {
 	Insights
 	// WorkerRegistry records the live workers (workers.go).
 	WorkerRegistry
+	// FlowStore holds flows, DAGs of steps that run as tasks (flow.go).
+	FlowStore
 
 	// CreateTasks inserts tasks, all or nothing. A task whose idempotency key names a
 	// task that is not DEAD, FAILED or CANCELED is not inserted: its result is that task
