@@ -70,7 +70,8 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 	return tasks, nil
 }
 
-// collectClaimedTasks reads the rows of a claim: a task and its trace context.
+// collectClaimedTasks reads the rows of a claim: a task, its trace context and its flow
+// step.
 func collectClaimedTasks(rows pgx.Rows, err error) ([]*store.Task, error) {
 	if err != nil {
 		return nil, err
@@ -78,10 +79,12 @@ func collectClaimedTasks(rows pgx.Rows, err error) ([]*store.Task, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Task, error) {
 		var s taskScan
 		var trace []byte
-		if err := row.Scan(append(s.dest(), &trace)...); err != nil {
+		var fs flowScan
+		if err := row.Scan(append(append(s.dest(), &trace), fs.dest()...)...); err != nil {
 			return nil, err
 		}
 		t := s.result()
+		fs.apply(t)
 		if trace != nil {
 			if err := json.Unmarshal(trace, &t.TraceContext); err != nil {
 				return nil, fmt.Errorf("task %s: trace context: %w", t.ID, err)

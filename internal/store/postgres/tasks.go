@@ -141,10 +141,13 @@ func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) 
 // untranslated.
 func (s *Store) getTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
 	var readAt time.Time
-	t, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id), &readAt)
-	if err != nil {
+	var ts taskScan
+	var fs flowScan
+	if err := s.pool.QueryRow(ctx, sqlGetTask, id).Scan(append(append([]any{&readAt}, ts.dest()...), fs.dest()...)...); err != nil {
 		return nil, err
 	}
+	t := ts.result()
+	fs.apply(t)
 	t.ReadAt = readAt.UTC()
 	return t, nil
 }

@@ -1,0 +1,356 @@
+-- Flows (DESIGN.md section 10, docs/architecture.md "Flows"): DAGs of steps that run as
+-- ordinary tasks, moved forward by the database. Triggers on rota.tasks do it: the
+-- transaction that ends a step task's last attempt (record_outcomes.sql, the HTTP
+-- complete, the lease reaper, a cancel) also creates the tasks of the steps that were
+-- waiting for it, or fails the flow. Plain tasks (flow_id NULL) pay nothing: the
+-- trigger's WHEN clause leaves them out before any function runs.
+
+CREATE TABLE rota.flows (
+    id              uuid        PRIMARY KEY,
+    name            text,
+    queue           text        NOT NULL,
+    status          text        NOT NULL DEFAULT 'RUNNING',
+    idempotency_key text,
+    -- Steps not SUCCEEDED yet: the flow succeeds when the last one does.
+    steps_left      integer     NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    completed_at    timestamptz,
+    CONSTRAINT flows_status_known CHECK (status IN ('RUNNING', 'SUCCEEDED', 'FAILED', 'CANCELED')),
+    CONSTRAINT flows_completed_iff_ended CHECK ((status = 'RUNNING') = (completed_at IS NULL)),
+    CONSTRAINT flows_steps_left CHECK (steps_left >= 0)
+);
+-- As for tasks: one flow per key unless it ended FAILED or CANCELED.
+CREATE UNIQUE INDEX flows_idempotency_key ON rota.flows (idempotency_key)
+    WHERE idempotency_key IS NOT NULL AND status NOT IN ('FAILED', 'CANCELED');
+-- ListFlows: newest first per status, and per name and status (queries/list_flows*.sql).
+CREATE INDEX flows_status_id ON rota.flows (status, id DESC);
+CREATE INDEX flows_name_status_id ON rota.flows (name, status, id DESC) WHERE name IS NOT NULL;
+-- Retention: ended flows by status, then completion time.
+CREATE INDEX flows_finished ON rota.flows (status, completed_at) WHERE status <> 'RUNNING';
+
+CREATE TABLE rota.flow_steps (
+    flow_id         uuid     NOT NULL REFERENCES rota.flows (id) ON DELETE CASCADE,
+    name            text     NOT NULL,
+    position        integer  NOT NULL, -- in the create body
+    kind            text     NOT NULL,
+    queue           text     NOT NULL,
+    payload         jsonb    NOT NULL,
+    depends_on      text[]   NOT NULL,
+    for_each        text,
+    max_attempts    integer  NOT NULL,
+    priority        smallint NOT NULL,
+    timeout_seconds integer  NOT NULL,
+    -- store.StepState: WAITING (no task yet), STARTED (its tasks exist), SUCCEEDED,
+    -- FAILED (could not start: for_each over a non-array), CANCELED (never started and
+    -- never will: its flow failed or was canceled).
+    state           text     NOT NULL DEFAULT 'WAITING',
+    -- Dependencies not SUCCEEDED yet: the step starts when the last one does.
+    deps_left       integer  NOT NULL,
+    -- Tasks not SUCCEEDED yet (NULL until STARTED): the step succeeds when the last one does.
+    tasks_left      integer,
+    output          jsonb,
+    error           text,
+    PRIMARY KEY (flow_id, name),
+    CONSTRAINT flow_steps_state_known CHECK (state IN ('WAITING', 'STARTED', 'SUCCEEDED', 'FAILED', 'CANCELED')),
+    CONSTRAINT flow_steps_counters CHECK (deps_left >= 0 AND (tasks_left IS NULL OR tasks_left >= 0))
+);
+CREATE UNIQUE INDEX flow_steps_position ON rota.flow_steps (flow_id, position);
+
+-- A step task's flow, step, element and inputs. Nullable without a default: adding them
+-- rewrites nothing. flow_index is the element's 0-based position for a for_each step and
+-- 0 for a single-task step; flow_item is NULL unless the step has for_each. The unique
+-- index over (flow_id, flow_step, flow_index) (migration 0020, built concurrently) is
+-- what makes a second task row for one element impossible.
+ALTER TABLE rota.tasks
+    ADD COLUMN flow_id     uuid,
+    ADD COLUMN flow_step   text,
+    ADD COLUMN flow_index  integer,
+    ADD COLUMN flow_item   jsonb,
+    ADD COLUMN flow_inputs jsonb;
+
+-- A time-ordered (v7-shaped) task id made in SQL, as schedule_claim.sql makes them: the
+-- millisecond clock, then seq (ordering the ids one statement makes), then randomness.
+CREATE FUNCTION rota.new_task_id(seq bigint) RETURNS uuid
+LANGUAGE sql VOLATILE AS $$
+    SELECT (lpad(to_hex(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
+            || '7' || lpad(to_hex((seq >> 12) & 4095), 3, '0')
+            || '8' || lpad(to_hex(seq & 4095), 3, '0')
+            || right(replace(gen_random_uuid()::text, '-', ''), 12))::uuid
+$$;
+
+-- Lock order. Every function below that changes a flow locks its rota.flows row before
+-- its steps' rows (the step counters are read and written only under it), so concurrent
+-- completions of one flow's tasks are serialized on the flow row: two siblings of a
+-- diamond, or two elements of a fan-out, finishing at once each decrement a counter
+-- after the other committed (READ COMMITTED re-reads the row after the wait), and only
+-- the one that takes it to zero starts the next step. A path that changes other tasks of
+-- the flow (failure, cancel) locks those tasks first, in id order, and the flow row
+-- after: a completion holds its own task's row before it reaches the flow row, so taking
+-- the flow row first and the tasks after would deadlock with it.
+
+-- flow_activate starts step_name, whose dependencies all succeeded: its task, or one
+-- task per element of its for_each dependency's output, each with the dependencies'
+-- outputs as inputs. The caller holds the flow row.
+CREATE FUNCTION rota.flow_activate(f uuid, step_name text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    st     rota.flow_steps;
+    inputs jsonb;
+    items  jsonb;
+    n      integer;
+BEGIN
+    SELECT * INTO STRICT st FROM rota.flow_steps WHERE flow_id = f AND name = step_name;
+    SELECT coalesce(jsonb_object_agg(d.name, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb) INTO inputs
+    FROM rota.flow_steps d
+    WHERE d.flow_id = f AND d.name = ANY (st.depends_on);
+
+    IF st.for_each IS NULL THEN
+        UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = 1 WHERE flow_id = f AND name = step_name;
+        INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
+                                flow_id, flow_step, flow_index, flow_inputs)
+        VALUES (rota.new_task_id(0), st.queue, st.kind, st.payload, st.priority, st.max_attempts,
+                st.timeout_seconds, f, step_name, 0, inputs);
+        RETURN;
+    END IF;
+
+    items := inputs -> st.for_each;
+    IF jsonb_typeof(items) IS DISTINCT FROM 'array' THEN
+        UPDATE rota.flow_steps
+        SET state = 'FAILED',
+            error = format('for_each: the output of step %s is %s, not an array',
+                           st.for_each, coalesce(jsonb_typeof(items), 'null'))
+        WHERE flow_id = f AND name = step_name;
+        PERFORM rota.flow_stop(f, 'FAILED');
+        RETURN;
+    END IF;
+    n := jsonb_array_length(items);
+    UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = n WHERE flow_id = f AND name = step_name;
+    IF n = 0 THEN
+        -- Nothing to run: the step succeeds at once (with output []).
+        PERFORM rota.flow_step_done(f, step_name);
+        RETURN;
+    END IF;
+    INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
+                            flow_id, flow_step, flow_index, flow_item, flow_inputs)
+    SELECT rota.new_task_id(e.ord), st.queue, st.kind, st.payload, st.priority, st.max_attempts,
+           st.timeout_seconds, f, step_name, (e.ord - 1)::integer, e.item, inputs
+    FROM jsonb_array_elements(items) WITH ORDINALITY AS e (item, ord);
+END
+$$;
+
+-- flow_step_done: all of step_name's tasks succeeded. Its output is set (its task's, or
+-- the array of its tasks' outputs in element order), the flow succeeds if it was the
+-- last step, and the steps waiting for it count it; those it was the last dependency of
+-- start now, in this transaction. The caller holds the flow row.
+CREATE FUNCTION rota.flow_step_done(f uuid, step_name text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    next_step text;
+BEGIN
+    UPDATE rota.flow_steps s
+    SET state = 'SUCCEEDED',
+        error = NULL,
+        output = CASE
+                     WHEN s.for_each IS NULL THEN
+                         (SELECT t.output FROM rota.tasks t
+                          WHERE t.flow_id = f AND t.flow_step = step_name AND t.flow_index = 0)
+                     ELSE coalesce((SELECT jsonb_agg(coalesce(t.output, 'null'::jsonb) ORDER BY t.flow_index)
+                                    FROM rota.tasks t
+                                    WHERE t.flow_id = f AND t.flow_step = step_name), '[]'::jsonb)
+                 END
+    WHERE s.flow_id = f AND s.name = step_name;
+
+    UPDATE rota.flows
+    SET steps_left = steps_left - 1,
+        status = CASE WHEN steps_left = 1 THEN 'SUCCEEDED' ELSE status END,
+        completed_at = CASE WHEN steps_left = 1 THEN now() ELSE completed_at END,
+        updated_at = now()
+    WHERE id = f;
+
+    UPDATE rota.flow_steps
+    SET deps_left = deps_left - 1
+    WHERE flow_id = f AND state = 'WAITING' AND step_name = ANY (depends_on);
+    -- Start the ones that waited for this step last, in create order; one may fail the
+    -- flow (a for_each over a non-array), which ends the walk.
+    FOR next_step IN
+        SELECT name FROM rota.flow_steps
+        WHERE flow_id = f AND state = 'WAITING' AND deps_left = 0 AND step_name = ANY (depends_on)
+        ORDER BY position
+    LOOP
+        EXIT WHEN (SELECT status FROM rota.flows WHERE id = f) <> 'RUNNING';
+        PERFORM rota.flow_activate(f, next_step);
+    END LOOP;
+END
+$$;
+
+-- flow_stop ends a RUNNING flow as FAILED or CANCELED: waiting steps become CANCELED,
+-- PENDING and ENQUEUED tasks CANCELED, PROCESSING tasks get a cancel request and a
+-- rota_cancel notification (as cancel_task.sql does). Changes nothing when the flow
+-- already ended. The caller locked the flow's live tasks first (see "Lock order").
+CREATE FUNCTION rota.flow_stop(f uuid, to_status text) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    asked uuid;
+BEGIN
+    UPDATE rota.flows
+    SET status = to_status, completed_at = now(), updated_at = now()
+    WHERE id = f AND status = 'RUNNING';
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    UPDATE rota.flow_steps SET state = 'CANCELED' WHERE flow_id = f AND state = 'WAITING';
+    UPDATE rota.tasks
+    SET status = 'CANCELED', completed_at = now(), updated_at = now()
+    WHERE flow_id = f AND status IN ('PENDING', 'ENQUEUED');
+    FOR asked IN
+        UPDATE rota.tasks
+        SET cancel_requested_at = coalesce(cancel_requested_at, now()), updated_at = now()
+        WHERE flow_id = f AND status = 'PROCESSING'
+        RETURNING id
+    LOOP
+        PERFORM pg_notify('rota_cancel', asked::text);
+    END LOOP;
+END
+$$;
+
+-- flow_lock_live_tasks locks the flow's tasks a stop would change, in id order, before
+-- the caller locks the flow row (see "Lock order").
+CREATE FUNCTION rota.flow_lock_live_tasks(f uuid) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM rota.tasks
+    WHERE flow_id = f AND status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
+    ORDER BY id
+    FOR UPDATE;
+END
+$$;
+
+-- The trigger: a step task ended. SUCCEEDED counts towards its step; DEAD, FAILED or
+-- CANCELED fails a RUNNING flow. A flow that already ended ignores its tasks' ends (a
+-- running task finishing after its flow failed or was canceled), and so do the changes
+-- the flow machinery makes itself (flow_stop canceling tasks: trigger depth > 1).
+CREATE FUNCTION rota.tasks_flow_advance() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    flow_status text;
+    left_after  integer;
+BEGIN
+    IF pg_trigger_depth() > 1 THEN
+        RETURN NULL;
+    END IF;
+    IF NEW.status = 'SUCCEEDED' THEN
+        SELECT status INTO flow_status FROM rota.flows WHERE id = NEW.flow_id FOR UPDATE;
+        IF flow_status IS DISTINCT FROM 'RUNNING' THEN
+            RETURN NULL;
+        END IF;
+        UPDATE rota.flow_steps SET tasks_left = tasks_left - 1
+        WHERE flow_id = NEW.flow_id AND name = NEW.flow_step AND state = 'STARTED'
+        RETURNING tasks_left INTO left_after;
+        IF left_after = 0 THEN
+            PERFORM rota.flow_step_done(NEW.flow_id, NEW.flow_step);
+        END IF;
+        RETURN NULL;
+    END IF;
+
+    -- A failure. Cheap look first: most ends of an ended flow's tasks stop here.
+    IF (SELECT status FROM rota.flows WHERE id = NEW.flow_id) IS DISTINCT FROM 'RUNNING' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM rota.flow_lock_live_tasks(NEW.flow_id);
+    SELECT status INTO flow_status FROM rota.flows WHERE id = NEW.flow_id FOR UPDATE;
+    IF flow_status IS DISTINCT FROM 'RUNNING' THEN
+        RETURN NULL;
+    END IF;
+    UPDATE rota.flow_steps
+    SET error = coalesce(NEW.last_error, 'task ' || NEW.id || ' ended ' || NEW.status)
+    WHERE flow_id = NEW.flow_id AND name = NEW.flow_step;
+    PERFORM rota.flow_stop(NEW.flow_id, 'FAILED');
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER tasks_flow_advance
+    AFTER UPDATE ON rota.tasks
+    FOR EACH ROW
+    WHEN (NEW.flow_id IS NOT NULL
+          AND OLD.status IS DISTINCT FROM NEW.status
+          AND NEW.status IN ('SUCCEEDED', 'DEAD', 'FAILED', 'CANCELED'))
+    EXECUTE FUNCTION rota.tasks_flow_advance();
+
+-- flow_start starts the steps without dependencies of a flow just inserted (CreateFlow).
+CREATE FUNCTION rota.flow_start(f uuid) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    step_name text;
+BEGIN
+    PERFORM 1 FROM rota.flows WHERE id = f FOR UPDATE;
+    FOR step_name IN
+        SELECT name FROM rota.flow_steps WHERE flow_id = f AND state = 'WAITING' AND deps_left = 0 ORDER BY position
+    LOOP
+        EXIT WHEN (SELECT status FROM rota.flows WHERE id = f) <> 'RUNNING';
+        PERFORM rota.flow_activate(f, step_name);
+    END LOOP;
+END
+$$;
+
+-- flow_cancel: CancelFlow. Returns the flow's status afterwards (NULL: no such flow).
+CREATE FUNCTION rota.flow_cancel(f uuid) RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM rota.flow_lock_live_tasks(f);
+    PERFORM 1 FROM rota.flows WHERE id = f FOR UPDATE;
+    PERFORM rota.flow_stop(f, 'CANCELED');
+    RETURN (SELECT status FROM rota.flows WHERE id = f);
+END
+$$;
+
+-- flow_replay: ReplayFlow. A FAILED or CANCELED flow runs again: its DEAD, FAILED and
+-- CANCELED tasks are replayed (the tasks_record_transition trigger writes their REPLAYED
+-- events), steps that never got a task wait again, and then every step that can move
+-- does: one whose tasks all succeeded meanwhile succeeds, one whose dependencies all
+-- succeeded starts. Returns the flow's status before (NULL: no such flow); only a
+-- FAILED or CANCELED flow is changed.
+CREATE FUNCTION rota.flow_replay(f uuid) RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    before    text;
+    step_name text;
+    st        rota.flow_steps;
+BEGIN
+    SELECT status INTO before FROM rota.flows WHERE id = f FOR UPDATE;
+    IF before IS NULL OR before NOT IN ('FAILED', 'CANCELED') THEN
+        RETURN before;
+    END IF;
+    UPDATE rota.flows
+    SET status = 'RUNNING', completed_at = NULL, updated_at = now(),
+        steps_left = (SELECT count(*) FROM rota.flow_steps WHERE flow_id = f AND state <> 'SUCCEEDED')
+    WHERE id = f;
+    UPDATE rota.tasks
+    SET status = 'PENDING', attempt_count = 0, scheduled_for = now(), last_error = NULL,
+        completed_at = NULL, cancel_requested_at = NULL, updated_at = now()
+    WHERE flow_id = f AND status IN ('DEAD', 'FAILED', 'CANCELED');
+    UPDATE rota.flow_steps s
+    SET error = NULL,
+        tasks_left = (SELECT count(*) FROM rota.tasks t
+                      WHERE t.flow_id = f AND t.flow_step = s.name AND t.status <> 'SUCCEEDED')
+    WHERE s.flow_id = f AND s.state = 'STARTED';
+    UPDATE rota.flow_steps s
+    SET state = 'WAITING', error = NULL,
+        deps_left = (SELECT count(*) FROM rota.flow_steps d
+                     WHERE d.flow_id = f AND d.name = ANY (s.depends_on) AND d.state <> 'SUCCEEDED')
+    WHERE s.flow_id = f AND s.state IN ('FAILED', 'CANCELED');
+    -- Move what can move, in create order (a dependency always comes first in a walk of
+    -- one step at a time: flow_step_done starts what it unblocks itself).
+    FOR step_name IN SELECT name FROM rota.flow_steps WHERE flow_id = f ORDER BY position LOOP
+        EXIT WHEN (SELECT status FROM rota.flows WHERE id = f) <> 'RUNNING';
+        SELECT * INTO st FROM rota.flow_steps WHERE flow_id = f AND name = step_name;
+        IF st.state = 'STARTED' AND st.tasks_left = 0 THEN
+            PERFORM rota.flow_step_done(f, step_name);
+        ELSIF st.state = 'WAITING' AND st.deps_left = 0 THEN
+            PERFORM rota.flow_activate(f, step_name);
+        END IF;
+    END LOOP;
+    RETURN before;
+END
+$$;
