@@ -32,6 +32,9 @@ var (
 	// ErrNoHandler is wrapped by the error recorded for a task whose kind has no handler
 	// in the worker's Mux. It is retryable.
 	ErrNoHandler = runtime.ErrNoHandler
+	// ErrInvalidOutput is wrapped by Job.SetOutput's error: the value does not encode as
+	// JSON, is JSON the store cannot hold, or is larger than MaxOutputBytes.
+	ErrInvalidOutput = runtime.ErrInvalidOutput
 )
 
 // Permanent marks a handler's error as not worth retrying: the task becomes FAILED at

@@ -117,3 +117,42 @@ func ExampleClient_Enqueue_invalid() {
 	// true
 	// enqueue: invalid input: delay must not be negative, got -1m0s
 }
+
+// A handler returns a result with Job.SetOutput; once the task SUCCEEDED, Client.Get
+// shows it as Task.Output (JSON).
+func ExampleJob_SetOutput() {
+	ctx := context.Background()
+	client := rota.NewMemoryClient()
+	defer client.Close()
+
+	mux := rota.NewMux()
+	mux.HandleFunc("report.count", func(ctx context.Context, job *rota.Job) error {
+		return job.SetOutput(map[string]int{"rows": 42})
+	})
+	worker, err := client.NewWorker(rota.WorkerConfig{
+		Mux:    mux,
+		Queues: map[string]int{"default": 1},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = worker.Run(runCtx) }()
+
+	task, err := client.Enqueue(ctx, rota.EnqueueParams{Kind: "report.count"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for !task.Status.Terminal() {
+		time.Sleep(10 * time.Millisecond)
+		if task, err = client.Get(ctx, task.ID); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(task.Status, string(task.Output))
+
+	// Output:
+	// SUCCEEDED {"rows":42}
+}

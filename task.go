@@ -3,8 +3,9 @@ package rota
 import "github.com/rotaqueue/rota/internal/store"
 
 // Task is one task as the store records it: its kind, queue, payload, status, attempt
-// counters, schedule, lease and timestamps. A Task is a snapshot; call Client.Get for a
-// fresh one.
+// counters, schedule, lease and timestamps, and, once it SUCCEEDED, its Output (what the
+// handler set with Job.SetOutput, as JSON; nil when none). A Task is a snapshot; call
+// Client.Get for a fresh one.
 type Task = store.Task
 
 // Status is a task's lifecycle state. The legal transitions are enforced by the store
@@ -76,4 +77,5 @@ const (
 	MaxMaxAttempts     = store.MaxMaxAttempts
 	MaxPriority        = store.MaxPriority // priorities range from -MaxPriority to MaxPriority
 	MaxPayloadBytes    = store.MaxPayloadBytes
+	MaxOutputBytes     = store.MaxOutputBytes // a task's output, as JSON text (Job.SetOutput)
 )

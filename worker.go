@@ -9,7 +9,10 @@ import (
 )
 
 // Job is what a handler receives: a copy of the claimed task in Job.Task (kind, payload,
-// AttemptCount — the current attempt, 1-based — and so on).
+// AttemptCount — the current attempt, 1-based — and so on). A handler returns a result
+// with Job.SetOutput(v): v as JSON becomes the task's Output when the handler then
+// returns nil (at most MaxOutputBytes; a refused output fails the task rather than
+// losing it silently, see SetOutput).
 type Job = runtime.Job
 
 // Handler runs one attempt of a task, in its Work method. Returning nil marks it SUCCEEDED; an error retries it with

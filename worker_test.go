@@ -2,6 +2,7 @@ package rota_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -243,4 +244,45 @@ func TestPermanentAndRetryAfter(t *testing.T) {
 	if err := rota.RetryAfter(time.Second, base); !errors.Is(err, base) {
 		t.Errorf("RetryAfter does not wrap its error")
 	}
+}
+
+// TestHandlerOutput: a handler's Job.SetOutput is the task's Output, as Client.Get and
+// Client.List show it, on both clients.
+func TestHandlerOutput(t *testing.T) {
+	t.Parallel()
+	eachClient(t, func(t *testing.T, c testClient) {
+		ctx := testContext(t)
+		mux := rota.NewMux()
+		mux.HandleFunc("sum", func(ctx context.Context, job *rota.Job) error {
+			var nums []int
+			if err := json.Unmarshal(job.Task.Payload, &nums); err != nil {
+				return rota.Permanent(err)
+			}
+			total := 0
+			for _, n := range nums {
+				total += n
+			}
+			return job.SetOutput(map[string]int{"total": total})
+		})
+		startWorker(t, c, mux)
+		task, err := c.Enqueue(ctx, rota.EnqueueParams{Kind: "sum", Payload: []int{1, 2, 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if task.Output != nil {
+			t.Fatalf("a new task has output %s", task.Output)
+		}
+		done := waitStatus(t, ctx, c, task.ID, rota.StatusSucceeded)
+		var got struct{ Total int }
+		if err := json.Unmarshal(done.Output, &got); err != nil || got.Total != 6 {
+			t.Fatalf("Get: output %s (%v), want {\"total\": 6}", done.Output, err)
+		}
+		listed, _, err := c.List(ctx, rota.ListParams{Kind: "sum"})
+		if err != nil || len(listed) != 1 || !strings.Contains(string(listed[0].Output), "6") {
+			t.Fatalf("List: %v, %v; want the task with its output", listed, err)
+		}
+		if err := (&rota.Job{}).SetOutput(strings.Repeat("x", rota.MaxOutputBytes)); !errors.Is(err, rota.ErrInvalidOutput) {
+			t.Fatalf("SetOutput over MaxOutputBytes: %v, want ErrInvalidOutput", err)
+		}
+	})
 }

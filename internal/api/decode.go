@@ -321,6 +321,9 @@ type heartbeatRequest struct {
 
 type completeRequest struct {
 	LeaseToken *string `json:"lease_token"`
+	// Output is the task's result, any JSON (null or absent: none), at most
+	// store.MaxOutputBytes once compacted.
+	Output json.RawMessage `json:"output"`
 }
 
 type failRequest struct {

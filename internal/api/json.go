@@ -31,8 +31,11 @@ type taskJSON struct {
 	ProcessingStartedAt *time.Time      `json:"processing_started_at"`
 	CompletedAt         *time.Time      `json:"completed_at"`
 	LastError           *string         `json:"last_error"`
-	CreatedAt           time.Time       `json:"created_at"`
-	UpdatedAt           time.Time       `json:"updated_at"`
+	// Output is what the task's successful attempt returned (DESIGN.md section 10,
+	// "Results"); null when none.
+	Output    json.RawMessage `json:"output"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 	// LeaseToken is set only in claim answers: it is the worker's proof of ownership,
 	// and anyone who can read tasks must not be able to complete them.
 	LeaseToken *uuid.UUID `json:"lease_token,omitempty"`
@@ -70,6 +73,7 @@ func taskOut(t *store.Task) taskJSON {
 		ProcessingStartedAt: utcPtr(t.ProcessingStartedAt),
 		CompletedAt:         utcPtr(t.CompletedAt),
 		LastError:           nullString(t.LastError),
+		Output:              t.Output,
 		CreatedAt:           t.CreatedAt.UTC(),
 		UpdatedAt:           t.UpdatedAt.UTC(),
 	}

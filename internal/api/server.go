@@ -89,7 +89,9 @@ type Config struct {
 	BackoffMax  time.Duration
 
 	// MaxBodyBytes limits the body of every request but a batch create. Default:
-	// DefaultMaxBodyBytes (a 1 MiB payload plus room for the other fields).
+	// DefaultMaxBodyBytes (a 1 MiB payload plus room for the other fields). A complete
+	// takes at least completeBodyBytes, whatever it is set to: a task's output of up to
+	// 1 MiB must fit.
 	MaxBodyBytes int64
 	// MaxBatchBodyBytes limits the body of POST /api/tasks/batch. Default:
 	// DefaultMaxBatchBodyBytes (16 MiB).
@@ -119,6 +121,10 @@ const (
 	DefaultLongPollInterval  = time.Second
 	DefaultMaxLongPolls      = 256
 )
+
+// completeBodyBytes is the least body limit of a complete: an output of
+// store.MaxOutputBytes plus the lease token and room for the JSON around them.
+const completeBodyBytes = store.MaxOutputBytes + 64<<10
 
 // Limits of the protocol (docs/api.md).
 const (

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -158,15 +160,44 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A 1 MiB output must fit whatever limit the other routes have.
+	body, err := readBody(w, r, max(s.cfg.MaxBodyBytes, completeBodyBytes), false)
+	if err != nil {
+		return err
+	}
 	var req completeRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
 	token, err := parseLeaseToken(req.LeaseToken)
 	if err != nil {
 		return err
 	}
-	return s.recordOutcome(w, r, store.Outcome{TaskID: id, LeaseToken: token, Kind: store.Succeed})
+	output, err := completeOutput(req.Output)
+	if err != nil {
+		return err
+	}
+	return s.recordOutcome(w, r, store.Outcome{TaskID: id, LeaseToken: token, Kind: store.Succeed, Output: output})
+}
+
+// completeOutput is a complete's output as the store takes it: compacted (the limit
+// counts the JSON, not the client's indentation), and 413 payload_too_large when it is
+// still larger than store.MaxOutputBytes, before anything is written. The store checks
+// the rest (storable JSON) and answers ErrInvalid (400).
+func completeOutput(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(raw))
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, invalidJSON(fmt.Sprintf("output: %v", err)) // unreachable: the decoder checked it
+	}
+	if buf.Len() > store.MaxOutputBytes {
+		return nil, &apiError{http.StatusRequestEntityTooLarge, codePayloadTooLarge,
+			fmt.Sprintf("output is %d bytes of JSON, more than the %d allowed", buf.Len(), store.MaxOutputBytes)}
+	}
+	return buf.Bytes(), nil
 }
 
 // fail records a failed attempt: retryable (the default) goes back to the queue after

@@ -4,12 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
 )
 
 // ErrNoHandler is wrapped by the error recorded for a task whose kind has no handler in
 // the worker's Mux (no middleware runs for it). It is retryable: a rolling deploy may
 // bring the handler.
 var ErrNoHandler = errors.New("no handler registered")
+
+// ErrInvalidOutput is wrapped by Job.SetOutput's error: the value is not JSON, is JSON
+// the store cannot hold, or is larger than MaxOutputBytes.
+var ErrInvalidOutput = errors.New("invalid task output")
+
+// MaxOutputBytes bounds a task's output, as JSON text (1 MiB).
+const MaxOutputBytes = store.MaxOutputBytes
 
 func noHandlerError(kind string) error {
 	return fmt.Errorf("%w for kind %q", ErrNoHandler, kind)

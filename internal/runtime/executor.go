@@ -3,6 +3,7 @@ package runtime
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -66,6 +67,7 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 	entry, ok := w.cfg.Mux.lookup(t.Kind)
 
 	var err error
+	var output json.RawMessage // the handler's result (Job.SetOutput), kept on success
 	sctx, span := w.startAttempt(ctx, e)
 	e.span = span.SpanContext()
 	if !ok {
@@ -86,7 +88,7 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 		w.counters.running.Add(1)
 		start := time.Now()
 		var abandoned bool
-		abandoned, err = x.callWatched(actx, e, entry.wrapped, start)
+		abandoned, output, err = x.callWatched(actx, e, entry.wrapped, start)
 		w.counters.running.Add(-1)
 		if abandoned {
 			endAttempt(span, err, true)
@@ -102,7 +104,7 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 		w.log.Info("handler finished after its lease was lost; outcome dropped", append(taskAttrs(t), "error", errString(err))...)
 		return
 	}
-	o := x.outcome(ctx, e, entry.opts, err)
+	o := x.outcome(ctx, e, entry.opts, output, err)
 	if !w.committer.submit(pendingOutcome{e: e, o: o}) {
 		// A handler that returned after shutdown stopped the committer (it outlasted the
 		// grace bound but not AbandonGrace) gets here; its lease will expire and the
@@ -123,35 +125,45 @@ const (
 // callWatched runs the handler in a goroutine of its own and waits for it. Once actx has
 // ended (timeout, cancel request, lost lease, shutdown) it waits AbandonGrace more; a
 // handler still running then ignores its context, and is abandoned: callWatched reports
-// abandoned and the handler's eventual result is dropped (lateReturn).
-func (x *executor) callWatched(actx context.Context, e *inflight, h Handler, start time.Time) (abandoned bool, err error) {
+// abandoned and the handler's eventual result is dropped (lateReturn). output is what
+// the handler set with Job.SetOutput, nil unless err is nil.
+func (x *executor) callWatched(actx context.Context, e *inflight, h Handler, start time.Time) (abandoned bool, output json.RawMessage, err error) {
+	type result struct {
+		output json.RawMessage
+		err    error
+	}
 	var state atomic.Int32
-	done := make(chan error, 1)
+	done := make(chan result, 1)
 	go func() {
-		err := x.call(actx, h, &Job{Task: *e.task})
+		job := &Job{Task: *e.task}
+		err := x.call(actx, h, job)
 		if state.CompareAndSwap(handlerRunning, handlerReturned) {
-			done <- err
+			var r result
+			r.output, r.err = job.result(err)
+			done <- r
 			return
 		}
 		x.lateReturn(e, err, time.Since(start))
 	}()
+	var r result
 	select {
-	case err := <-done:
-		return false, err
+	case r = <-done:
+		return false, r.output, r.err
 	case <-actx.Done():
 	}
 	grace := time.NewTimer(x.w.cfg.AbandonGrace)
 	defer grace.Stop()
 	select {
-	case err := <-done:
-		return false, err
+	case r = <-done:
+		return false, r.output, r.err
 	case <-grace.C:
 	}
 	if !state.CompareAndSwap(handlerRunning, handlerAbandoned) {
-		return false, <-done // it returned just now
+		r = <-done // it returned just now
+		return false, r.output, r.err
 	}
 	x.abandon(actx, e)
-	return true, nil
+	return true, nil, nil
 }
 
 // abandon gives up an attempt whose handler ignores its ended context: the task leaves
@@ -192,12 +204,13 @@ func (x *executor) call(ctx context.Context, h Handler, job *Job) (err error) {
 }
 
 // outcome maps the handler's result to what the store should record.
-func (x *executor) outcome(ctx context.Context, e *inflight, opts kindOptions, err error) store.Outcome {
+func (x *executor) outcome(ctx context.Context, e *inflight, opts kindOptions, output json.RawMessage, err error) store.Outcome {
 	cfg := &x.w.cfg
 	o := store.Outcome{TaskID: e.task.ID, LeaseToken: e.task.LeaseToken}
 	if err == nil {
 		// Even when a cancel was requested meanwhile: the work is done, and says so.
 		o.Kind = store.Succeed
+		o.Output = output
 		return o
 	}
 	o.Error = store.TruncateError(err.Error())

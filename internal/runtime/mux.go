@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -10,12 +11,54 @@ import (
 	"github.com/rotaqueue/rota/internal/store"
 )
 
-// Job is what a handler receives: a copy of the claimed task.
+// Job is what a handler receives: a copy of the claimed task, and where the handler
+// leaves its result (SetOutput).
 type Job struct {
 	// Task is the task as claimed: ID, Queue, Kind, Payload, AttemptCount (the current
 	// attempt, 1-based), MaxAttempts, TimeoutSeconds and so on. It is a copy for reading;
 	// changing it changes nothing in the store.
 	Task store.Task
+
+	output    json.RawMessage // what SetOutput accepted last; nil = none
+	outputErr error           // why the last SetOutput was refused; nil once one is accepted
+}
+
+// SetOutput sets the task's output, its result: v as JSON (json.Marshal; a
+// json.RawMessage is taken as it is, checked and compacted), at most MaxOutputBytes of
+// JSON text. It is stored with the task only when the handler then returns nil
+// (SUCCEEDED), and read back as Task.Output (nil JSON means none). A later call replaces
+// an earlier one.
+//
+// An error (wrapping ErrInvalidOutput) means v was not accepted: the handler may set a
+// smaller output, or return the error. A handler that ignores it and returns nil fails
+// the task permanently with that error, so that a result is never lost silently.
+// Call it from the handler's goroutine (a Job is not safe for concurrent use).
+func (j *Job) SetOutput(v any) error {
+	b, err := json.Marshal(v)
+	if err == nil {
+		b, err = store.CheckOutput(b)
+	}
+	if err != nil {
+		j.output, j.outputErr = nil, fmt.Errorf("%w: %w", ErrInvalidOutput, err)
+		return j.outputErr
+	}
+	j.output, j.outputErr = b, nil
+	return nil
+}
+
+// Output returns the output SetOutput accepted last, nil when none.
+func (j *Job) Output() json.RawMessage { return j.output }
+
+// result is the attempt's output and error once the handler returned err: a success
+// whose last SetOutput was refused fails permanently, with the refusal as its error.
+func (j *Job) result(err error) (json.RawMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	if j.outputErr != nil {
+		return nil, Permanent(j.outputErr)
+	}
+	return j.output, nil
 }
 
 // Handler runs one attempt of a task. It must return when ctx is done: ctx carries the

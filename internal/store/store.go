@@ -96,8 +96,11 @@ type Task struct {
 	ProcessingStartedAt *time.Time
 	CompletedAt         *time.Time
 	LastError           string
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// Output is what the attempt that succeeded returned (any JSON, at most
+	// MaxOutputBytes); nil when none. Only a SUCCEEDED task has one.
+	Output    json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
 
 	// ReadAt is the store's clock (PostgreSQL's now()) when the row was read, set by
 	// GetTask (other calls may leave it zero). Whether the task is due yet is
@@ -188,7 +191,7 @@ type ListParams struct {
 	Kind     string
 	Limit    int // 0 = 50; at most 1000
 	Cursor   string
-	// MaxBytes ends a page early once its payloads (as JSON text) reach this many bytes,
+	// MaxBytes ends a page early once its payloads and outputs (as JSON text) reach this many bytes,
 	// so that a page of large payloads stays a bounded response; a page always holds at
 	// least one task. 0 = DefaultListBytes.
 	MaxBytes int
@@ -266,6 +269,13 @@ type Outcome struct {
 	// write the task is due again (0 = at once; never negative). A duration, not an
 	// instant: a worker's clock that is off must not move the due time (DESIGN.md 9).
 	RetryIn time.Duration
+	// Output is, for Succeed, the task's result (any JSON, at most MaxOutputBytes; nil or
+	// JSON null = none). Other kinds store no output (a task that did not succeed has
+	// none) and ignore it. A Succeed outcome whose Output is not storable JSON or is too
+	// large is rejected on its own (its OutcomeResult.Err wraps ErrInvalid, see
+	// CheckOutput) and writes nothing: the task stays PROCESSING under its lease; the
+	// rest of the batch is written.
+	Output json.RawMessage
 }
 
 // OutcomeResult reports what an Outcome did: the task's new status, or Err =

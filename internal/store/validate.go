@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 const (
 	MaxNameLength         = 128
 	MaxPayloadBytes       = 1 << 20 // 1 MiB
+	MaxOutputBytes        = 1 << 20 // 1 MiB of JSON text: a task's output (Outcome.Output)
 	MaxIdempotencyKeyLen  = 512
 	MaxMaxAttempts        = 1000
 	MaxPriority           = 1000
@@ -229,6 +231,29 @@ func NormalizeLimit(limit int) (int, error) {
 	return limit, nil
 }
 
+// CheckOutput validates a task's output (Outcome.Output) and returns it as the adapters
+// store it: nil for none (empty or JSON null), else the JSON text unchanged. ErrInvalid
+// when it is larger than MaxOutputBytes, not valid JSON, or JSON that PostgreSQL's
+// jsonb cannot hold (CheckStorableJSON); both adapters call it before writing anything,
+// so they accept exactly the same outputs.
+func CheckOutput(output json.RawMessage) (json.RawMessage, error) {
+	switch {
+	case len(output) == 0:
+		return nil, nil
+	case len(output) > MaxOutputBytes:
+		return nil, fmt.Errorf("%w: output is %d bytes, more than the %d allowed", ErrInvalid, len(output), MaxOutputBytes)
+	case !json.Valid(output):
+		return nil, fmt.Errorf("%w: output is not valid JSON", ErrInvalid)
+	}
+	if err := CheckStorableJSON(output); err != nil {
+		return nil, fmt.Errorf("%w: output %v", ErrInvalid, err)
+	}
+	if string(bytes.TrimSpace(output)) == "null" {
+		return nil, nil
+	}
+	return output, nil
+}
+
 // ListPage cuts the tasks an adapter fetched for a list page (newest first: up to
 // limit+1, and at most one past the byte budget) to the page: at most limit tasks, none
 // after the payloads reached maxBytes (see ListParams.MaxBytes). next is the cursor of
@@ -239,13 +264,13 @@ func ListPage(fetched []*Task, limit, maxBytes int) (page []*Task, next string) 
 		if PageFull(i, bytes, limit, maxBytes) {
 			return fetched[:i], EncodeTaskCursor(fetched[i-1].ID)
 		}
-		bytes += len(t.Payload)
+		bytes += len(t.Payload) + len(t.Output)
 	}
 	return fetched, ""
 }
 
-// PageFull reports whether a list page of n tasks whose payloads take bytes is complete:
-// limit tasks, or at least one task and maxBytes of payloads.
+// PageFull reports whether a list page of n tasks whose payloads and outputs take bytes
+// is complete: limit tasks, or at least one task and maxBytes of them.
 func PageFull(n, bytes, limit, maxBytes int) bool {
 	return n == limit || (n > 0 && bytes >= maxBytes)
 }

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -150,7 +151,8 @@ func (s *Store) holds(e *entry, token uuid.UUID) bool {
 }
 
 // RecordOutcomes writes finished attempts, each fenced by its lease token; see
-// store.Store. Invalid outcomes fail the whole call with ErrInvalid and write nothing.
+// store.Store. Invalid outcomes fail the whole call with ErrInvalid and write nothing,
+// except an invalid output, which fails its own outcome only (as in PostgreSQL).
 func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([]store.OutcomeResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -173,6 +175,16 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 	wake := map[string]bool{}
 	for i, o := range outcomes {
 		results[i] = store.OutcomeResult{TaskID: o.TaskID}
+		if o.Kind == store.Succeed {
+			output, err := store.CheckOutput(o.Output)
+			if err != nil {
+				results[i].Err = fmt.Errorf("record outcome for %s: %w", o.TaskID, err)
+				continue
+			}
+			o.Output = bytes.Clone(output)
+		} else {
+			o.Output = nil // only a success has an output
+		}
 		e := s.tasks[o.TaskID]
 		if e == nil || !s.holds(e, o.LeaseToken) {
 			// An unknown task holds no lease either (as in PostgreSQL, where the fenced
@@ -220,6 +232,7 @@ func (s *Store) finish(e *entry, o store.Outcome, now time.Time) store.Status {
 		if kind == store.Release {
 			t.MaxAttempts++ // the attempt does not count
 		}
+		t.Output = o.Output // nil unless it succeeded
 		if to.Terminal() {
 			done := now
 			t.CompletedAt = &done

@@ -232,6 +232,7 @@ func cloneTime(t *time.Time) *time.Time {
 func cloneTask(t *store.Task) *store.Task {
 	c := *t
 	c.Payload = bytes.Clone(t.Payload)
+	c.Output = bytes.Clone(t.Output)
 	c.LeaseExpiresAt = cloneTime(t.LeaseExpiresAt)
 	c.CancelRequestedAt = cloneTime(t.CancelRequestedAt)
 	c.EnqueuedAt = cloneTime(t.EnqueuedAt)
@@ -417,7 +418,7 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) ([]*store.Tas
 			return out, store.EncodeTaskCursor(out[len(out)-1].ID), nil
 		}
 		out = append(out, cloneTask(t))
-		bytes += len(t.Payload)
+		bytes += len(t.Payload) + len(t.Output)
 	}
 	return out, "", nil
 }

@@ -130,7 +130,8 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		tokens   = make([]uuid.UUID, 0, n)
 		kinds    = make([]string, 0, n)
 		errs     = make([]string, 0, n)
-		retryIns = make([]int64, 0, n) // microseconds
+		retryIns = make([]int64, 0, n)  // microseconds
+		outputs  = make([][]byte, 0, n) // jsonb; nil = NULL
 		// sent[k] is the index in outcomes of the k-th outcome sent.
 		sent = make([]int, 0, n)
 	)
@@ -146,6 +147,16 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		if o.RetryIn < 0 {
 			return nil, fmt.Errorf("record outcomes: %w: retry delay must not be negative, got %s", store.ErrInvalid, o.RetryIn)
 		}
+		var output json.RawMessage
+		if o.Kind == store.Succeed {
+			var err error
+			if output, err = store.CheckOutput(o.Output); err != nil {
+				// Rejected alone, before its lease counts as seen: the task stays
+				// PROCESSING, and a corrected outcome in the same batch is still written.
+				results[i].Err = fmt.Errorf("task %s: %w", o.TaskID, err)
+				continue
+			}
+		}
 		// The same lease twice in one batch: the first write wins, the second finds the
 		// lease gone, exactly as if it came in a later call.
 		l := lease{o.TaskID, o.LeaseToken}
@@ -159,13 +170,14 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		kinds = append(kinds, string(o.Kind))
 		errs = append(errs, store.TruncateError(o.Error))
 		retryIns = append(retryIns, o.RetryIn.Microseconds())
+		outputs = append(outputs, output)
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {
 		return results, nil
 	}
 
-	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryIns)
+	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryIns, outputs)
 	if err != nil {
 		return nil, translate("record outcomes", err)
 	}

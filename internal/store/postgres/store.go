@@ -8,6 +8,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -113,6 +114,7 @@ type taskScan struct {
 	completedAt    pgtype.Timestamptz
 	lastError      pgtype.Text
 	status         string
+	output         []byte // jsonb; nil = NULL
 }
 
 func (s *taskScan) dest() []any {
@@ -120,7 +122,7 @@ func (s *taskScan) dest() []any {
 	return []any{&s.id, &t.Queue, &t.Kind, &t.Payload, &s.status, &t.Priority, &t.ScheduledFor,
 		&t.AttemptCount, &t.MaxAttempts, &s.idempotencyKey, &t.TimeoutSeconds, &s.workerID,
 		&s.leaseToken, &s.leaseExpiresAt, &s.cancelReqAt, &s.enqueuedAt, &s.startedAt,
-		&s.completedAt, &s.lastError, &t.CreatedAt, &t.UpdatedAt}
+		&s.completedAt, &s.lastError, &t.CreatedAt, &t.UpdatedAt, &s.output}
 }
 
 func (s *taskScan) result() *store.Task {
@@ -138,6 +140,9 @@ func (s *taskScan) result() *store.Task {
 	t.ProcessingStartedAt = timePtr(s.startedAt)
 	t.CompletedAt = timePtr(s.completedAt)
 	t.LastError = s.lastError.String
+	if s.output != nil {
+		t.Output = json.RawMessage(s.output)
+	}
 	t.ScheduledFor = t.ScheduledFor.UTC()
 	t.CreatedAt = t.CreatedAt.UTC()
 	t.UpdatedAt = t.UpdatedAt.UTC()

@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Claim", claimTests},
 		{"Heartbeat", heartbeatTests},
 		{"Outcomes", outcomeTests},
+		{"Outputs", outputTests},
 		{"Cancel", cancelTests},
 		{"Replay", replayTests},
 		{"BulkReplay", bulkReplayTests},
@@ -489,6 +490,10 @@ func sameTask(t *testing.T, what string, got, want *store.Task) {
 	_ = json.Unmarshal(got.Payload, &gp)
 	_ = json.Unmarshal(want.Payload, &wp)
 	check("Payload", reflect.DeepEqual(gp, wp), string(got.Payload), string(want.Payload))
+	var gout, wout any
+	_ = json.Unmarshal(got.Output, &gout)
+	_ = json.Unmarshal(want.Output, &wout)
+	check("Output", (got.Output == nil) == (want.Output == nil) && reflect.DeepEqual(gout, wout), string(got.Output), string(want.Output))
 	if len(diffs) > 0 {
 		t.Fatalf("%s: tasks differ:\n  %s", what, strings.Join(diffs, "\n  "))
 	}

@@ -37,4 +37,4 @@ RETURNING t.xmax = 0 AS inserted,
           t.attempt_count, t.max_attempts, t.idempotency_key, t.timeout_seconds,
           t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
           t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
-          t.created_at, t.updated_at
+          t.created_at, t.updated_at, t.output

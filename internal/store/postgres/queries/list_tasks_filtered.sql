@@ -49,7 +49,7 @@ newest AS (
     SELECT t.id, t.queue, t.kind, t.payload, t.status, t.priority, t.scheduled_for, t.attempt_count,
            t.max_attempts, t.idempotency_key, t.timeout_seconds, t.worker_id, t.lease_token,
            t.lease_expires_at, t.cancel_requested_at, t.enqueued_at, t.processing_started_at,
-           t.completed_at, t.last_error, t.created_at, t.updated_at
+           t.completed_at, t.last_error, t.created_at, t.updated_at, t.output
     FROM rota.tasks t
     -- an array, so that the page is always read through the primary key
     WHERE t.id = ANY (ARRAY(SELECT id FROM candidates ORDER BY id DESC LIMIT $5))
@@ -57,10 +57,10 @@ newest AS (
 SELECT id, queue, kind, payload, status, priority, scheduled_for, attempt_count,
        max_attempts, idempotency_key, timeout_seconds, worker_id, lease_token,
        lease_expires_at, cancel_requested_at, enqueued_at, processing_started_at,
-       completed_at, last_error, created_at, updated_at
+       completed_at, last_error, created_at, updated_at, output
 FROM (
     SELECT newest.*,
-           coalesce(sum(octet_length(payload::text)) OVER (ORDER BY id DESC
+           coalesce(sum(octet_length(payload::text) + coalesce(octet_length(output::text), 0)) OVER (ORDER BY id DESC
                ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING), 0) AS before_previous
     FROM newest
 ) page

@@ -2,10 +2,11 @@
 -- its lease token, and writes each attempt's rota.task_attempts row (the first and only
 -- time: a running attempt lives on the task row, migration 0007).
 --
--- $1..$5 hold one element per outcome (the caller removes repeated (id, token) pairs):
+-- $1..$6 hold one element per outcome (the caller removes repeated (id, token) pairs):
 -- task id, lease token, kind ('succeed', 'retry', 'release', 'fail', 'cancel'), error ('' = none,
 -- already truncated), retry_in_us (microseconds after now() at which a retry is due:
--- the database's clock decides, never the worker's).
+-- the database's clock decides, never the worker's), output (jsonb, NULL = none; the
+-- caller checked its size, store.CheckOutput; only a 'succeed' writes it).
 -- Returns (ord, status) for every outcome that matched; ord is the 1-based input position.
 --
 -- The fence is the lease token alone: only a PROCESSING task has one (CHECK
@@ -33,8 +34,8 @@ WITH input AS (
            -- released: the worker gave the attempt up (shutdown); it does not count, so
            -- max_attempts grows by one and a last attempt is not DEAD.
            kind = 'release' AS release
-    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[])
-        WITH ORDINALITY AS u (task_id, lease_token, kind, error, retry_in_us, ord)
+    FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::jsonb[])
+        WITH ORDINALITY AS u (task_id, lease_token, kind, error, retry_in_us, output, ord)
     ORDER BY task_id
     LIMIT cardinality($1::uuid[])
 ), updated AS (
@@ -65,6 +66,8 @@ WITH input AS (
                             THEN t.max_attempts + 1
                             ELSE t.max_attempts END,
         last_error = coalesce(nullif(i.error, ''), t.last_error),
+        -- A task has an output only once it SUCCEEDED (DESIGN.md section 10, "Results").
+        output = CASE WHEN i.kind = 'succeed' THEN i.output END,
         lease_token = NULL,
         lease_expires_at = NULL,
         updated_at = now()

@@ -41,4 +41,4 @@ WHERE t.id = picked.id
 RETURNING t.id, t.queue, t.kind, t.payload, t.status, t.priority, t.scheduled_for, t.attempt_count,
           t.max_attempts, t.idempotency_key, t.timeout_seconds, t.worker_id, t.lease_token,
           t.lease_expires_at, t.cancel_requested_at, t.enqueued_at, t.processing_started_at,
-          t.completed_at, t.last_error, t.created_at, t.updated_at
+          t.completed_at, t.last_error, t.created_at, t.updated_at, t.output

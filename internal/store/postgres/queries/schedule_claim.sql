@@ -69,7 +69,7 @@ SELECT p.name, p.skipped, p.new_next_run_at, i.id IS NOT NULL AS has_run,
        coalesce(i.attempt_count, 0), coalesce(i.max_attempts, 0), i.idempotency_key,
        coalesce(i.timeout_seconds, 0), i.worker_id, i.lease_token, i.lease_expires_at,
        i.cancel_requested_at, i.enqueued_at, i.processing_started_at, i.completed_at,
-       i.last_error, coalesce(i.created_at, now()), coalesce(i.updated_at, now())
+       i.last_error, coalesce(i.created_at, now()), coalesce(i.updated_at, now()), i.output
 FROM planned p
 LEFT JOIN inserted i ON split_part(i.idempotency_key, ':', 2) = p.name
 ORDER BY p.name COLLATE "C", i.scheduled_for

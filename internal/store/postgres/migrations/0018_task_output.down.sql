@@ -1,0 +1,1 @@
+ALTER TABLE rota.tasks DROP COLUMN IF EXISTS output;
