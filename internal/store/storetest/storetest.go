@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Schedules", scheduleTests},
 		{"Insights", insightsTests},
 		{"Workers", workerTests},
+		{"Flows", flowTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
