@@ -84,10 +84,11 @@ $$;
 -- completions of one flow's tasks are serialized on the flow row: two siblings of a
 -- diamond, or two elements of a fan-out, finishing at once each decrement a counter
 -- after the other committed (READ COMMITTED re-reads the row after the wait), and only
--- the one that takes it to zero starts the next step. A path that changes other tasks of
--- the flow (failure, cancel) locks those tasks first, in id order, and the flow row
--- after: a completion holds its own task's row before it reaches the flow row, so taking
--- the flow row first and the tasks after would deadlock with it.
+-- the one that takes it to zero starts the next step. One statement locks the rows of
+-- the flows it moves in flow id order (tasks_flow_advance, below). A path that changes
+-- other tasks of a flow (failure, cancel) locks those tasks first, in id order, and the
+-- flow row after: a completion holds its own task's row before it reaches the flow row,
+-- so taking the flow row first and the tasks after would deadlock with it.
 
 -- flow_activate starts step_name, whose dependencies all succeeded: its task, or one
 -- task per element of its for_each dependency's output, each with the dependencies'
@@ -226,49 +227,114 @@ BEGIN
 END
 $$;
 
--- The trigger: a step task ended. SUCCEEDED counts towards its step; DEAD, FAILED or
--- CANCELED fails a RUNNING flow. A flow that already ended ignores its tasks' ends (a
--- running task finishing after its flow failed or was canceled), and so do the changes
--- the flow machinery makes itself (flow_stop canceling tasks: trigger depth > 1).
-CREATE FUNCTION rota.tasks_flow_advance() RETURNS trigger
+-- flow_task_succeeded: a task of step_name succeeded. The step counts it and, with its
+-- last task, succeeds (flow_step_done). Nothing happens in a flow that already ended (a
+-- running task finishing after its flow failed or was canceled): ReplayFlow recounts.
+CREATE FUNCTION rota.flow_task_succeeded(f uuid, step_name text) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     flow_status text;
     left_after  integer;
 BEGIN
-    IF pg_trigger_depth() > 1 THEN
-        RETURN NULL;
-    END IF;
-    IF NEW.status = 'SUCCEEDED' THEN
-        SELECT status INTO flow_status FROM rota.flows WHERE id = NEW.flow_id FOR UPDATE;
-        IF flow_status IS DISTINCT FROM 'RUNNING' THEN
-            RETURN NULL;
-        END IF;
-        UPDATE rota.flow_steps SET tasks_left = tasks_left - 1
-        WHERE flow_id = NEW.flow_id AND name = NEW.flow_step AND state = 'STARTED'
-        RETURNING tasks_left INTO left_after;
-        IF left_after = 0 THEN
-            PERFORM rota.flow_step_done(NEW.flow_id, NEW.flow_step);
-        END IF;
-        RETURN NULL;
-    END IF;
-
-    -- A failure. Cheap look first: most ends of an ended flow's tasks stop here.
-    IF (SELECT status FROM rota.flows WHERE id = NEW.flow_id) IS DISTINCT FROM 'RUNNING' THEN
-        RETURN NULL;
-    END IF;
-    PERFORM rota.flow_lock_live_tasks(NEW.flow_id);
-    SELECT status INTO flow_status FROM rota.flows WHERE id = NEW.flow_id FOR UPDATE;
+    SELECT status INTO flow_status FROM rota.flows WHERE id = f FOR UPDATE;
     IF flow_status IS DISTINCT FROM 'RUNNING' THEN
-        RETURN NULL;
+        RETURN;
+    END IF;
+    UPDATE rota.flow_steps SET tasks_left = tasks_left - 1
+    WHERE flow_id = f AND name = step_name AND state = 'STARTED'
+    RETURNING tasks_left INTO left_after;
+    IF left_after = 0 THEN
+        PERFORM rota.flow_step_done(f, step_name);
+    END IF;
+END
+$$;
+
+-- flow_task_failed: a task of step_name ended DEAD, FAILED or CANCELED. A RUNNING flow
+-- fails (flow_stop); the step keeps the task's error. The caller locked the flow's live
+-- tasks first (see "Lock order").
+CREATE FUNCTION rota.flow_task_failed(f uuid, step_name text, task_id uuid, task_status text, task_error text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF (SELECT status FROM rota.flows WHERE id = f FOR UPDATE) IS DISTINCT FROM 'RUNNING' THEN
+        RETURN;
     END IF;
     UPDATE rota.flow_steps
-    SET error = coalesce(NEW.last_error, 'task ' || NEW.id || ' ended ' || NEW.status)
-    WHERE flow_id = NEW.flow_id AND name = NEW.flow_step;
-    PERFORM rota.flow_stop(NEW.flow_id, 'FAILED');
+    SET error = coalesce(task_error, 'task ' || task_id || ' ended ' || task_status)
+    WHERE flow_id = f AND name = step_name;
+    PERFORM rota.flow_stop(f, 'FAILED');
+END
+$$;
+
+-- The triggers. A statement may end tasks of several flows (the committer writes a batch
+-- of outcomes in one statement, the reaper reaps several leases), and two such
+-- statements must lock those flows' rows in one order, or two batches ending tasks of
+-- flows F and G could wait for each other. Row order is the tasks' (id order), not the
+-- flows', so the work is done once per statement, sorted by flow: the BEFORE trigger
+-- notes each step task that ends (flow id and task id, in the transaction-local setting
+-- rota.flow_events), and the first AFTER trigger of the statement takes the notes and
+-- moves every flow in them, in flow id order. Both have the same WHEN clause, which
+-- plain tasks (flow_id NULL) fail before any function runs. Changes the flow machinery
+-- makes itself (flow_stop canceling tasks, at trigger depth 2) are not noted: a flow
+-- that is being stopped does not react to its own cancels.
+CREATE FUNCTION rota.tasks_flow_note() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_trigger_depth() = 1 THEN
+        PERFORM set_config('rota.flow_events',
+                           coalesce(current_setting('rota.flow_events', true), '') || NEW.flow_id || ' ' || NEW.id || ',',
+                           true);
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+CREATE FUNCTION rota.tasks_flow_advance() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    events text := current_setting('rota.flow_events', true);
+    ev     record;
+BEGIN
+    IF pg_trigger_depth() > 1 OR events IS NULL OR events = '' THEN
+        RETURN NULL; -- a later row of the statement: its flow moved already
+    END IF;
+    PERFORM set_config('rota.flow_events', '', true);
+    -- First the live tasks of every RUNNING flow that one of them fails, flow by flow
+    -- (see "Lock order": no flow row is held while these are waited for) ...
+    FOR ev IN
+        SELECT DISTINCT t.flow_id
+        FROM unnest(string_to_array(rtrim(events, ','), ',')) AS e (note)
+        JOIN rota.tasks t ON t.id = split_part(e.note, ' ', 2)::uuid
+        JOIN rota.flows f ON f.id = t.flow_id
+        WHERE t.status <> 'SUCCEEDED' AND f.status = 'RUNNING'
+        ORDER BY t.flow_id
+    LOOP
+        PERFORM rota.flow_lock_live_tasks(ev.flow_id);
+    END LOOP;
+    -- ... then each flow, in flow id order.
+    FOR ev IN
+        SELECT t.flow_id, t.id, t.status, t.flow_step, t.last_error
+        FROM unnest(string_to_array(rtrim(events, ','), ',')) AS e (note)
+        JOIN rota.tasks t ON t.id = split_part(e.note, ' ', 2)::uuid
+        ORDER BY t.flow_id, t.id
+    LOOP
+        IF ev.status = 'SUCCEEDED' THEN
+            PERFORM rota.flow_task_succeeded(ev.flow_id, ev.flow_step);
+        ELSIF ev.status IN ('DEAD', 'FAILED', 'CANCELED') THEN
+            PERFORM rota.flow_task_failed(ev.flow_id, ev.flow_step, ev.id, ev.status, ev.last_error);
+        END IF;
+    END LOOP;
     RETURN NULL;
 END
 $$;
+
+CREATE TRIGGER tasks_flow_note
+    BEFORE UPDATE ON rota.tasks
+    FOR EACH ROW
+    WHEN (NEW.flow_id IS NOT NULL
+          AND OLD.status IS DISTINCT FROM NEW.status
+          AND NEW.status IN ('SUCCEEDED', 'DEAD', 'FAILED', 'CANCELED'))
+    EXECUTE FUNCTION rota.tasks_flow_note();
 
 CREATE TRIGGER tasks_flow_advance
     AFTER UPDATE ON rota.tasks
