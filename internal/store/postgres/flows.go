@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -264,7 +265,7 @@ func (s *Store) ListFlows(ctx context.Context, params store.FlowListParams) ([]*
 // CancelFlow cancels a RUNNING flow; see store.FlowStore.
 func (s *Store) CancelFlow(ctx context.Context, id uuid.UUID) (*store.Flow, error) {
 	var after pgtype.Text
-	if err := s.pool.QueryRow(ctx, sqlFlowCancel, id).Scan(&after); err != nil {
+	if err := retryDeadlock(func() error { return s.pool.QueryRow(ctx, sqlFlowCancel, id).Scan(&after) }); err != nil {
 		return nil, translate("cancel flow", err)
 	}
 	switch {
@@ -294,4 +295,22 @@ func (s *Store) ReplayFlow(ctx context.Context, id uuid.UUID) (*store.Flow, erro
 // nullText is s as a query argument, NULL for "".
 func nullText(s string) pgtype.Text {
 	return pgtype.Text{String: s, Valid: s != ""}
+}
+
+// maxDeadlockRetries bounds retryDeadlock.
+const maxDeadlockRetries = 3
+
+// retryDeadlock runs one statement (fn) again when PostgreSQL aborted it to break a
+// deadlock (SQLSTATE 40P01): the statement wrote nothing, and the transaction it waited
+// for has committed by then. Flows make this possible, rarely: two step tasks of one flow
+// failing at the same moment each lock the flow's live tasks (docs/architecture.md,
+// "Flows").
+func retryDeadlock(fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		var pgErr *pgconn.PgError
+		if attempt == maxDeadlockRetries || !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
+			return err
+		}
+	}
 }

@@ -240,3 +240,58 @@ func compactJSON(t *testing.T, v any) string {
 	b, _ := json.Marshal(out)
 	return string(b)
 }
+
+// TestFlowSimultaneousFailures: every element of a fan-out fails at the same moment, each
+// in its own call. Each failure locks the flow's live tasks, among them the others being
+// failed, so PostgreSQL may break a deadlock; the store runs the aborted statement again,
+// and no call fails: the flow is FAILED once, every task ended.
+func TestFlowSimultaneousFailures(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	for round := range 3 {
+		res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "fail", Steps: []store.StepParams{
+			{Name: "a", Kind: "emit"},
+			{Name: "b", Kind: "boom", DependsOn: []string{"a"}, ForEach: "a"},
+			{Name: "c", Kind: "join", DependsOn: []string{"b"}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := mustClaim(t, st, store.ClaimParams{Queue: "fail"})
+		if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: a[0].ID, LeaseToken: a[0].LeaseToken,
+			Kind: store.Succeed, Output: json.RawMessage(`[1,2,3,4,5,6]`)}}); err != nil {
+			t.Fatal(err)
+		}
+		bs := mustClaim(t, st, store.ClaimParams{Queue: "fail"})
+		if len(bs) != 6 {
+			t.Fatalf("round %d: claimed %d of b's tasks", round, len(bs))
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, b := range bs {
+			wg.Go(func() {
+				<-start
+				res, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: b.ID, LeaseToken: b.LeaseToken, Kind: store.Fail, Error: "boom"}})
+				if err != nil {
+					t.Errorf("round %d: record failure: %v", round, err)
+				} else if res[0].Err != nil {
+					t.Errorf("round %d: failure outcome: %v", round, res[0].Err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		f := getFlowOK(t, st, res.Flow.ID)
+		if f.Status != store.FlowFailed {
+			t.Fatalf("round %d: flow is %s", round, f.Status)
+		}
+		var live int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM rota.tasks WHERE flow_id = $1 AND status IN ('PENDING', 'ENQUEUED', 'PROCESSING')`, f.ID).Scan(&live); err != nil {
+			t.Fatal(err)
+		}
+		if live != 0 {
+			t.Fatalf("round %d: %d tasks of the failed flow still live", round, live)
+		}
+	}
+}

@@ -177,21 +177,27 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		return results, nil
 	}
 
-	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryIns, outputs)
-	if err != nil {
-		return nil, translate("record outcomes", err)
-	}
 	written := make([]bool, len(sent))
-	var ord int64
-	var status string
-	_, err = pgx.ForEachRow(rows, []any{&ord, &status}, func() error {
-		k := int(ord) - 1
-		if k < 0 || k >= len(sent) {
-			return fmt.Errorf("outcome position %d out of range", ord)
+	// A retry after a deadlock (rare: two failures of one flow at once, docs/architecture.md
+	// "Flows") reruns the whole statement, which wrote nothing.
+	err := retryDeadlock(func() error {
+		clear(written)
+		rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryIns, outputs)
+		if err != nil {
+			return err
 		}
-		written[k] = true
-		results[sent[k]].Status = store.Status(status)
-		return nil
+		var ord int64
+		var status string
+		_, err = pgx.ForEachRow(rows, []any{&ord, &status}, func() error {
+			k := int(ord) - 1
+			if k < 0 || k >= len(sent) {
+				return fmt.Errorf("outcome position %d out of range", ord)
+			}
+			written[k] = true
+			results[sent[k]].Status = store.Status(status)
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, translate("record outcomes", err)
@@ -221,8 +227,10 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) 
 	if held == nil {
 		held = []uuid.UUID{} // an empty array, not NULL: "<> ALL (NULL)" matches nothing
 	}
-	err := s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit,
-		params.BackoffBase.Seconds(), params.BackoffMax.Seconds(), held).Scan(&n)
+	err := retryDeadlock(func() error {
+		return s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit,
+			params.BackoffBase.Seconds(), params.BackoffMax.Seconds(), held).Scan(&n)
+	})
 	if err != nil {
 		return 0, translate("reap expired leases", err)
 	}

@@ -195,7 +195,11 @@ const maxRaceRetries = 5
 // PROCESSING one to stop. An already CANCELED task is returned unchanged.
 func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
 	for range maxRaceRetries {
-		t, err := scanTask(s.pool.QueryRow(ctx, sqlCancelTask, id))
+		var t *store.Task
+		err := retryDeadlock(func() (err error) {
+			t, err = scanTask(s.pool.QueryRow(ctx, sqlCancelTask, id))
+			return err
+		})
 		if err == nil {
 			return t, nil
 		}
