@@ -422,6 +422,11 @@ type Store interface {
 	// skips for their idempotency key are counted. ErrInvalid unless atMost >= 1.
 	CountReplayable(ctx context.Context, params ReplayParams, atMost int) (int, error)
 	// DeleteFinishedTasks removes finished tasks past their retention; returns how many.
+	// A flow's tasks go only with their flow, all in one transaction: a SUCCEEDED or
+	// CANCELED flow completed before SucceededBefore, a FAILED one before FailedBefore,
+	// once none of its tasks runs any more. One call removes at most Limit plain tasks
+	// and at most Limit flows (with all of their tasks, so it may return more than
+	// Limit).
 	DeleteFinishedTasks(ctx context.Context, params RetentionParams) (int, error)
 
 	ListAttempts(ctx context.Context, taskID uuid.UUID) ([]Attempt, error)

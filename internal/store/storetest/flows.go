@@ -36,6 +36,7 @@ var flowTests = []testCase{
 	{"StepTasksKeepTheAttemptLifecycle", testFlowStepLifecycle},
 	{"ConcurrentFanOutCompletionsStartTheJoinOnce", testFlowConcurrentCompletions},
 	{"PlainTasksHaveNoFlow", testFlowPlainTask},
+	{"RetentionDeletesWholeFlows", testFlowRetention},
 }
 
 // --- helpers ---------------------------------------------------------------------------
@@ -776,5 +777,68 @@ func testFlowPlainTask(t *testing.T, s store.Store) {
 	c := claimID(t, s, task, store.StatusPending, time.Minute)
 	if c.FlowID != uuid.Nil || c.Inputs != nil {
 		t.Fatalf("claimed plain task has flow fields: %+v", c)
+	}
+}
+
+// testFlowRetention: a flow's tasks are deleted only with their flow, and a flow goes
+// with all of its tasks: never half a flow. Plain tasks are deleted as before.
+func testFlowRetention(t *testing.T, s store.Store) {
+	plain := driveTo(t, s, store.CreateParams{Kind: "plain"}, store.StatusSucceeded)
+	done := createFlow(t, s, store.FlowParams{Steps: steps(step("a"), step("b", "a"))})
+	succeedStep(t, s, stepTask(t, s, done.ID, "a"), `1`)
+	succeedStep(t, s, stepTask(t, s, done.ID, "b"), "")
+	failed, _ := failureFlow(t, s) // c still runs, with a cancel request
+	running := createFlow(t, s, store.FlowParams{Steps: steps(step("a"), step("b", "a"))})
+	runningA := succeedStep(t, s, stepTask(t, s, running.ID, "a"), "")
+	doneIDs := stepOf(t, getFlow(t, s, done.ID), "a").TaskIDs
+	doneIDs = append(doneIDs, stepOf(t, getFlow(t, s, done.ID), "b").TaskIDs...)
+
+	later := time.Now().Add(time.Hour)
+	n, err := s.DeleteFinishedTasks(ctx(t), store.RetentionParams{SucceededBefore: later, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 {
+		t.Fatalf("deleted %d tasks, want the plain one and the succeeded flow's two", n)
+	}
+	for _, id := range append(doneIDs, plain.ID) {
+		if _, err := s.GetTask(ctx(t), id); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("task %s after retention: %v, want ErrNotFound", id, err)
+		}
+	}
+	_, err = s.GetFlow(ctx(t), done.ID)
+	wantErr(t, err, store.ErrNotFound, "GetFlow of a deleted flow")
+	// The failed flow is kept (failed cut-off: keep) with all its tasks, its succeeded
+	// step's included; so is the running flow's finished step.
+	for _, st := range getFlow(t, s, failed.ID).Steps {
+		for _, id := range st.TaskIDs {
+			get(t, s, id)
+		}
+	}
+	get(t, s, runningA.ID)
+
+	// With the failed cut-off, the failed flow goes once its last task ended.
+	params := store.RetentionParams{SucceededBefore: later, FailedBefore: later, Limit: 100}
+	if n, err := s.DeleteFinishedTasks(ctx(t), params); err != nil || n != 0 {
+		t.Fatalf("retention with a task of the failed flow running: %d, %v; want 0", n, err)
+	}
+	c := stepTask(t, s, failed.ID, "c")
+	claimedC := &store.Task{ID: c.ID, LeaseToken: c.LeaseToken}
+	recordOK(t, s, outcome(claimedC, store.Cancel, ""), store.StatusCanceled)
+	var total int
+	for _, st := range getFlow(t, s, failed.ID).Steps {
+		total += len(st.TaskIDs)
+	}
+	if n, err := s.DeleteFinishedTasks(ctx(t), params); err != nil || n != total {
+		t.Fatalf("retention of the failed flow: %d, %v; want its %d tasks", n, err, total)
+	}
+	_, err = s.GetFlow(ctx(t), failed.ID)
+	wantErr(t, err, store.ErrNotFound, "GetFlow of the deleted failed flow")
+	if f := getFlow(t, s, running.ID); f.Status != store.FlowRunning {
+		t.Fatalf("running flow is %s", f.Status)
+	}
+	flows, _, err := s.ListFlows(ctx(t), store.FlowListParams{})
+	if err != nil || len(flows) != 1 || flows[0].ID != running.ID {
+		t.Fatalf("flows left: %v, %v; want the running one", flows, err)
 	}
 }

@@ -1,0 +1,36 @@
+-- DeleteFinishedTasks, for flows: up to $3 ended flows past retention, oldest first,
+-- each deleted with all of its tasks (their attempts and dead letters cascade) and its
+-- steps in this one statement, so no reader ever sees half a flow. SUCCEEDED and
+-- CANCELED flows go by the succeeded cut-off $1, FAILED ones by the failed cut-off $2
+-- (NULL keeps), each status one range of flows_finished in completion order. A flow
+-- whose task still runs (a cancel request its worker has not answered yet) waits for
+-- it. Flows other callers hold are skipped. Returns how many tasks went.
+WITH doomed AS (
+    SELECT old.id
+    FROM (VALUES ('SUCCEEDED', $1::timestamptz), ('CANCELED', $1::timestamptz),
+                 ('FAILED', $2::timestamptz)) AS cut (status, before)
+    CROSS JOIN LATERAL (
+        SELECT f.id
+        FROM rota.flows f
+        WHERE f.status <> 'RUNNING'
+          AND f.status = cut.status
+          AND f.completed_at < cut.before
+          AND NOT EXISTS (SELECT 1 FROM rota.tasks t
+                          WHERE t.flow_id = f.id AND t.status IN ('PENDING', 'ENQUEUED', 'PROCESSING'))
+        ORDER BY f.completed_at
+        LIMIT $3
+        FOR UPDATE OF f SKIP LOCKED
+    ) old
+    LIMIT $3
+), tasks_gone AS (
+    -- through tasks_flow_step, one flow at a time
+    DELETE FROM rota.tasks t
+    USING (SELECT unnest(ARRAY(SELECT id FROM doomed)) AS id) d
+    WHERE t.flow_id = d.id
+    RETURNING 1
+), flows_gone AS (
+    DELETE FROM rota.flows f
+    WHERE f.id = ANY (ARRAY(SELECT id FROM doomed))
+)
+SELECT count(*)
+FROM tasks_gone
