@@ -15,8 +15,11 @@ WITH doomed AS (
         WHERE f.status <> 'RUNNING'
           AND f.status = cut.status
           AND f.completed_at < cut.before
-          AND NOT EXISTS (SELECT 1 FROM rota.tasks t
-                          WHERE t.flow_id = f.id AND t.status IN ('PENDING', 'ENQUEUED', 'PROCESSING'))
+          -- A scalar subquery, probed per flow through tasks_flow_step (NOT EXISTS was
+          -- planned as an anti-join walking every flow's tasks).
+          AND (SELECT t.id FROM rota.tasks t
+               WHERE t.flow_id = f.id AND t.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
+               LIMIT 1) IS NULL
         ORDER BY f.completed_at
         LIMIT $3
         FOR UPDATE OF f SKIP LOCKED
