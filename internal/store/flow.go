@@ -312,6 +312,15 @@ func (p FlowListParams) Check() (int, error) {
 	return NormalizeLimit(p.Limit)
 }
 
+// ErrFlowNotFound is what the adapters wrap when no flow has the id asked for. It is
+// ErrNotFound (errors.Is(err, ErrNotFound) holds) with a message about a flow.
+var ErrFlowNotFound error = flowNotFound{}
+
+type flowNotFound struct{}
+
+func (flowNotFound) Error() string        { return "flow not found" }
+func (flowNotFound) Is(target error) bool { return target == ErrNotFound }
+
 // FlowStore is the flow half of Store; both adapters implement it.
 type FlowStore interface {
 	// CreateFlow validates params (FlowParams.Normalize: ErrInvalid naming the step,
@@ -321,7 +330,7 @@ type FlowStore interface {
 	// = true (the database guarantees it with a unique index, not a read-then-write).
 	CreateFlow(ctx context.Context, params FlowParams) (FlowCreateResult, error)
 	// GetFlow returns a flow with its steps (their status, task ids in element order,
-	// output and error). ErrNotFound when there is none.
+	// output and error). ErrFlowNotFound (an ErrNotFound) when there is none.
 	GetFlow(ctx context.Context, id uuid.UUID) (*Flow, error)
 	// ListFlows pages through flows newest first, filtered by status and name; the flows
 	// come without Steps. nextCursor is "" on the last page.
@@ -337,6 +346,9 @@ type FlowStore interface {
 	// attempt budget, a REPLAYED event; never a second task row for an element), steps
 	// that never got a task wait again and get it when their dependencies succeed (at
 	// once if they already did). A step whose tasks all succeeded meanwhile succeeds.
-	// ErrIllegalTransition for a RUNNING or SUCCEEDED flow; ErrNotFound for none.
+	// ErrIllegalTransition for a RUNNING or SUCCEEDED flow; ErrConflict while a task of
+	// the flow still runs (a cancel request its worker has not answered: its CANCELED
+	// would fail the flow again; replay once it ended) or when a live flow now holds the
+	// flow's idempotency key; ErrNotFound for none.
 	ReplayFlow(ctx context.Context, id uuid.UUID) (*Flow, error)
 }

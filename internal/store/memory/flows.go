@@ -247,7 +247,7 @@ func (s *Store) GetFlow(ctx context.Context, id uuid.UUID) (*store.Flow, error) 
 	defer s.mu.Unlock()
 	fe := s.flows[id]
 	if fe == nil {
-		return nil, fmt.Errorf("get flow %s: flow %w", id, store.ErrNotFound)
+		return nil, fmt.Errorf("get flow %s: %w", id, store.ErrFlowNotFound)
 	}
 	return s.flowView(fe), nil
 }
@@ -329,7 +329,7 @@ func (s *Store) CancelFlow(ctx context.Context, id uuid.UUID) (*store.Flow, erro
 	defer s.mu.Unlock()
 	fe := s.flows[id]
 	if fe == nil {
-		return nil, fmt.Errorf("cancel flow %s: flow %w", id, store.ErrNotFound)
+		return nil, fmt.Errorf("cancel flow %s: %w", id, store.ErrFlowNotFound)
 	}
 	s.stopFlow(fe, store.FlowCanceled, s.clock())
 	if fe.flow.Status != store.FlowCanceled {
@@ -348,10 +348,13 @@ func (s *Store) ReplayFlow(ctx context.Context, id uuid.UUID) (*store.Flow, erro
 	defer s.mu.Unlock()
 	fe := s.flows[id]
 	if fe == nil {
-		return nil, fmt.Errorf("replay flow %s: flow %w", id, store.ErrNotFound)
+		return nil, fmt.Errorf("replay flow %s: %w", id, store.ErrFlowNotFound)
 	}
 	if fe.flow.Status != store.FlowFailed && fe.flow.Status != store.FlowCanceled {
 		return nil, fmt.Errorf("replay flow %s: %w: the flow is %s", id, store.ErrIllegalTransition, fe.flow.Status)
+	}
+	if flowRuns(fe) { // as rota.flow_replay: a running task's CANCELED would fail it again
+		return nil, fmt.Errorf("replay flow %s: %w: a task of the flow still runs (a cancel request not answered yet); replay once it ended", id, store.ErrConflict)
 	}
 	if key := fe.flow.IdempotencyKey; key != "" {
 		if holder := s.flowKeys[key]; holder != nil && holder != fe {

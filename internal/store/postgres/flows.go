@@ -120,13 +120,18 @@ func insertSteps(ctx context.Context, q querier, p store.FlowParams) error {
 
 // GetFlow reads a flow with its steps; see store.FlowStore.
 func (s *Store) GetFlow(ctx context.Context, id uuid.UUID) (*store.Flow, error) {
-	f, err := getFlow(ctx, s.pool, id)
+	var f *store.Flow
+	// One snapshot for the three reads: a step and its tasks as of one moment.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		f, err = getFlow(ctx, tx, id)
+		return err
+	})
 	return f, translateFlow("get flow", id, err)
 }
 
-// getFlow reads a flow, its steps and its tasks' ids and statuses (three index-bound
-// statements; without a transaction they may see different moments, which only ever
-// shows a step a moment behind its tasks). Errors untranslated.
+// getFlow reads a flow, its steps and its tasks' ids and statuses: three index-bound
+// statements, which the caller runs in one snapshot. Errors untranslated.
 func getFlow(ctx context.Context, q querier, id uuid.UUID) (*store.Flow, error) {
 	f, err := scanFlow(q.QueryRow(ctx, sqlFlowGet, id))
 	if err != nil {
@@ -180,7 +185,7 @@ func getFlow(ctx context.Context, q querier, id uuid.UUID) (*store.Flow, error) 
 // translateFlow is translate with "no row" reported as the flow not found.
 func translateFlow(op string, id uuid.UUID, err error) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s %s: flow %w", op, id, store.ErrNotFound)
+		return fmt.Errorf("%s %s: %w", op, id, store.ErrFlowNotFound)
 	}
 	return translate(op, err)
 }
@@ -270,7 +275,7 @@ func (s *Store) CancelFlow(ctx context.Context, id uuid.UUID) (*store.Flow, erro
 	}
 	switch {
 	case !after.Valid:
-		return nil, fmt.Errorf("cancel flow %s: flow %w", id, store.ErrNotFound)
+		return nil, fmt.Errorf("cancel flow %s: %w", id, store.ErrFlowNotFound)
 	case store.FlowStatus(after.String) != store.FlowCanceled:
 		return nil, fmt.Errorf("cancel flow %s: %w: the flow is %s", id, store.ErrIllegalTransition, after.String)
 	}
@@ -283,11 +288,13 @@ func (s *Store) ReplayFlow(ctx context.Context, id uuid.UUID) (*store.Flow, erro
 	if err := s.pool.QueryRow(ctx, sqlFlowReplay, id).Scan(&before); err != nil {
 		return nil, translate("replay flow", err)
 	}
-	switch store.FlowStatus(before.String) {
+	switch before.String {
 	case "":
-		return nil, fmt.Errorf("replay flow %s: flow %w", id, store.ErrNotFound)
-	case store.FlowFailed, store.FlowCanceled:
+		return nil, fmt.Errorf("replay flow %s: %w", id, store.ErrFlowNotFound)
+	case string(store.FlowFailed), string(store.FlowCanceled):
 		return s.GetFlow(ctx, id)
+	case string(store.StatusProcessing):
+		return nil, fmt.Errorf("replay flow %s: %w: a task of the flow still runs (a cancel request not answered yet); replay once it ended", id, store.ErrConflict)
 	}
 	return nil, fmt.Errorf("replay flow %s: %w: the flow is %s", id, store.ErrIllegalTransition, before.String)
 }

@@ -295,3 +295,71 @@ func TestFlowSimultaneousFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowLargeFanInAndInputs: a fan-in of more than 128 outputs and inputs of more than
+// 1 MiB take the guarded paths of migration 0019 (which fail the step instead of the
+// outcome statement should the result outgrow a jsonb value) and give the same results.
+func TestFlowLargeFanInAndInputs(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	const n = 130
+	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "big", Steps: []store.StepParams{
+		{Name: "a", Kind: "emit"},
+		{Name: "b", Kind: "square", DependsOn: []string{"a"}, ForEach: "a"},
+		{Name: "x", Kind: "blob"},
+		{Name: "y", Kind: "blob"},
+		{Name: "c", Kind: "join", DependsOn: []string{"b", "x", "y"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]int, n)
+	want := make([]int, n)
+	for i := range items {
+		items[i], want[i] = i, i*i
+	}
+	itemsJSON, _ := json.Marshal(items)
+	blob := func(seed uint64) json.RawMessage { // about 0.9 MiB that does not compress
+		rnd := rand.New(rand.NewPCG(seed, seed))
+		b := make([]byte, 900_000)
+		for i := range b {
+			b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rnd.IntN(36)]
+		}
+		return json.RawMessage(`"` + string(b) + `"`)
+	}
+	for {
+		tasks := mustClaim(t, st, store.ClaimParams{Queue: "big", Limit: 50})
+		if len(tasks) == 0 {
+			break
+		}
+		var outs []store.Outcome
+		for _, task := range tasks {
+			o := store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}
+			switch task.Kind {
+			case "emit":
+				o.Output = itemsJSON
+			case "square":
+				o.Output = json.RawMessage(fmt.Sprint(*task.Index * *task.Index))
+			case "blob":
+				o.Output = blob(uint64(len(task.Step)) + uint64(task.Step[0]))
+			default:
+				var inputs map[string]json.RawMessage
+				if err := json.Unmarshal(task.Inputs, &inputs); err != nil {
+					t.Fatal(err)
+				}
+				if compactJSON(t, inputs["b"]) != compactJSON(t, want) || len(inputs["x"]) < 900_000 || len(inputs["y"]) < 900_000 {
+					t.Fatalf("c's inputs: b %.80s..., x %d bytes, y %d bytes", inputs["b"], len(inputs["x"]), len(inputs["y"]))
+				}
+			}
+			outs = append(outs, o)
+		}
+		if _, err := st.RecordOutcomes(ctx, outs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := getFlowOK(t, st, res.Flow.ID)
+	if f.Status != store.FlowSucceeded {
+		t.Fatalf("flow is %s", f.Status)
+	}
+}

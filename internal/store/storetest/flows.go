@@ -495,11 +495,18 @@ func testFlowCancel(t *testing.T, s store.Store) {
 	wantErr(t, err, store.ErrNotFound, "CancelFlow of no flow")
 	_, err = s.GetFlow(ctx(t), uuid.New())
 	wantErr(t, err, store.ErrNotFound, "GetFlow of no flow")
+	if !strings.Contains(err.Error(), "flow not found") {
+		t.Fatalf("GetFlow of no flow: %q does not say the flow is not found", err)
+	}
 }
 
 func testFlowReplay(t *testing.T, s store.Store) {
 	f, c := failureFlow(t, s)
 	b := stepTask(t, s, f.ID, "b")
+	// c's task still runs (its cancel request unanswered): its CANCELED would fail the
+	// replayed flow at once, so the replay waits for it.
+	_, err := s.ReplayFlow(ctx(t), f.ID)
+	wantErr(t, err, store.ErrConflict, "ReplayFlow with a task still running")
 	recordOK(t, s, outcome(c, store.Cancel, ""), store.StatusCanceled)
 	before := flowTaskCount(t, s, f.ID)
 

@@ -11,6 +11,8 @@ DROP FUNCTION IF EXISTS rota.flow_lock_live_tasks(uuid);
 DROP FUNCTION IF EXISTS rota.flow_stop(uuid, text);
 DROP FUNCTION IF EXISTS rota.flow_step_done(uuid, text);
 DROP FUNCTION IF EXISTS rota.flow_activate(uuid, text);
+DROP FUNCTION IF EXISTS rota.flow_step_output(uuid, text, boolean);
+DROP FUNCTION IF EXISTS rota.flow_step_inputs(uuid, text[]);
 DROP FUNCTION IF EXISTS rota.new_task_id(bigint);
 -- A flow's tasks go with it.
 DELETE FROM rota.tasks WHERE flow_id IS NOT NULL;

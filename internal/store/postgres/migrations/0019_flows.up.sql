@@ -49,6 +49,7 @@ CREATE TABLE rota.flow_steps (
     deps_left       integer  NOT NULL,
     -- Tasks not SUCCEEDED yet (NULL until STARTED): the step succeeds when the last one does.
     tasks_left      integer,
+    task_count      integer, -- its tasks (NULL until STARTED)
     output          jsonb,
     error           text,
     PRIMARY KEY (flow_id, name),
@@ -90,6 +91,28 @@ $$;
 -- flow row after: a completion holds its own task's row before it reaches the flow row,
 -- so taking the flow row first and the tasks after would deadlock with it.
 
+-- A step's inputs: each dependency's output (JSON null for none) by step name.
+CREATE FUNCTION rota.flow_step_inputs(f uuid, deps text[]) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_object_agg(d.name, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
+    FROM rota.flow_steps d
+    WHERE d.flow_id = f AND d.name = ANY (deps)
+$$;
+
+-- A succeeded step's output: its task's, or for a for_each step the array of its tasks'
+-- outputs in element order (the fan-in), through tasks_flow_step.
+CREATE FUNCTION rota.flow_step_output(f uuid, step_name text, fan_in boolean) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT CASE
+               WHEN NOT fan_in THEN
+                   (SELECT t.output FROM rota.tasks t
+                    WHERE t.flow_id = f AND t.flow_step = step_name AND t.flow_index = 0)
+               ELSE coalesce((SELECT jsonb_agg(coalesce(t.output, 'null'::jsonb) ORDER BY t.flow_index)
+                              FROM rota.tasks t
+                              WHERE t.flow_id = f AND t.flow_step = step_name), '[]'::jsonb)
+           END
+$$;
+
 -- flow_activate starts step_name, whose dependencies all succeeded: its task, or one
 -- task per element of its for_each dependency's output, each with the dependencies'
 -- outputs as inputs. The caller holds the flow row.
@@ -102,12 +125,27 @@ DECLARE
     n      integer;
 BEGIN
     SELECT * INTO STRICT st FROM rota.flow_steps WHERE flow_id = f AND name = step_name;
-    SELECT coalesce(jsonb_object_agg(d.name, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb) INTO inputs
-    FROM rota.flow_steps d
-    WHERE d.flow_id = f AND d.name = ANY (st.depends_on);
+    IF (SELECT sum(pg_column_size(d.output)) FROM rota.flow_steps d
+        WHERE d.flow_id = f AND d.name = ANY (st.depends_on)) > 1048576 THEN
+        -- Large dependency outputs may add up to more than a jsonb value may hold (255
+        -- MiB): the step fails rather than the statement that ended its last dependency
+        -- failing for ever. Only then: the exception block is a subtransaction, and a
+        -- batch of outcomes with one per step would overflow PostgreSQL's per-transaction
+        -- cache of them (64), which slows every session.
+        BEGIN
+            inputs := rota.flow_step_inputs(f, st.depends_on);
+        EXCEPTION WHEN program_limit_exceeded THEN
+            UPDATE rota.flow_steps SET state = 'FAILED', error = 'inputs: ' || SQLERRM
+            WHERE flow_id = f AND name = step_name;
+            PERFORM rota.flow_stop(f, 'FAILED');
+            RETURN;
+        END;
+    ELSE
+        inputs := rota.flow_step_inputs(f, st.depends_on);
+    END IF;
 
     IF st.for_each IS NULL THEN
-        UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = 1 WHERE flow_id = f AND name = step_name;
+        UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = 1, task_count = 1 WHERE flow_id = f AND name = step_name;
         INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
                                 flow_id, flow_step, flow_index, flow_inputs)
         VALUES (rota.new_task_id(0), st.queue, st.kind, st.payload, st.priority, st.max_attempts,
@@ -126,7 +164,7 @@ BEGIN
         RETURN;
     END IF;
     n := jsonb_array_length(items);
-    UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = n WHERE flow_id = f AND name = step_name;
+    UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = n, task_count = n WHERE flow_id = f AND name = step_name;
     IF n = 0 THEN
         -- Nothing to run: the step succeeds at once (with output []).
         PERFORM rota.flow_step_done(f, step_name);
@@ -148,19 +186,25 @@ CREATE FUNCTION rota.flow_step_done(f uuid, step_name text) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     next_step text;
+    st        rota.flow_steps;
+    step_output jsonb;
 BEGIN
-    UPDATE rota.flow_steps s
-    SET state = 'SUCCEEDED',
-        error = NULL,
-        output = CASE
-                     WHEN s.for_each IS NULL THEN
-                         (SELECT t.output FROM rota.tasks t
-                          WHERE t.flow_id = f AND t.flow_step = step_name AND t.flow_index = 0)
-                     ELSE coalesce((SELECT jsonb_agg(coalesce(t.output, 'null'::jsonb) ORDER BY t.flow_index)
-                                    FROM rota.tasks t
-                                    WHERE t.flow_id = f AND t.flow_step = step_name), '[]'::jsonb)
-                 END
-    WHERE s.flow_id = f AND s.name = step_name;
+    SELECT * INTO STRICT st FROM rota.flow_steps WHERE flow_id = f AND name = step_name;
+    IF st.task_count > 128 THEN
+        -- Up to 128 outputs of at most 1 MiB fit a jsonb value (255 MiB); a larger fan-in
+        -- may not, and then the step fails (see flow_activate on why only then).
+        BEGIN
+            step_output := rota.flow_step_output(f, step_name, st.for_each IS NOT NULL);
+        EXCEPTION WHEN program_limit_exceeded THEN
+            UPDATE rota.flow_steps SET error = 'fan-in: ' || SQLERRM WHERE flow_id = f AND name = step_name;
+            PERFORM rota.flow_stop(f, 'FAILED');
+            RETURN;
+        END;
+    ELSE
+        step_output := rota.flow_step_output(f, step_name, st.for_each IS NOT NULL);
+    END IF;
+    UPDATE rota.flow_steps SET state = 'SUCCEEDED', error = NULL, output = step_output
+    WHERE flow_id = f AND name = step_name;
 
     UPDATE rota.flows
     SET steps_left = steps_left - 1,
@@ -375,8 +419,9 @@ $$;
 -- CANCELED tasks are replayed (the tasks_record_transition trigger writes their REPLAYED
 -- events), steps that never got a task wait again, and then every step that can move
 -- does: one whose tasks all succeeded meanwhile succeeds, one whose dependencies all
--- succeeded starts. Returns the flow's status before (NULL: no such flow); only a
--- FAILED or CANCELED flow is changed.
+-- succeeded starts. Returns the flow's status before (NULL: no such flow; 'PROCESSING':
+-- a task of the flow still runs, nothing changed); only a FAILED or CANCELED flow is
+-- changed.
 CREATE FUNCTION rota.flow_replay(f uuid) RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -387,6 +432,11 @@ BEGIN
     SELECT status INTO before FROM rota.flows WHERE id = f FOR UPDATE;
     IF before IS NULL OR before NOT IN ('FAILED', 'CANCELED') THEN
         RETURN before;
+    END IF;
+    -- A task still running (its cancel request not answered yet) would end CANCELED and
+    -- fail the replayed flow at once: the caller is told to wait for it.
+    IF EXISTS (SELECT 1 FROM rota.tasks WHERE flow_id = f AND status = 'PROCESSING') THEN
+        RETURN 'PROCESSING';
     END IF;
     UPDATE rota.flows
     SET status = 'RUNNING', completed_at = NULL, updated_at = now(),
