@@ -275,6 +275,7 @@ type FlowStep struct {
 	Status         StepStatus
 	State          StepState       // what the store keeps (Status is derived from it and the tasks)
 	TaskIDs        []uuid.UUID     // in element order; empty while WAITING
+	TaskStatuses   []Status        // the status of each of TaskIDs (same order), for progress
 	Output         json.RawMessage // nil until the step SUCCEEDED
 	Error          string          // why the step failed ("" when it did not)
 	Payload        json.RawMessage

@@ -265,7 +265,7 @@ func (s *Store) flowView(fe *flowEntry) *store.Flow {
 		sp := st.params
 		f.Steps[i] = store.FlowStep{
 			Name: sp.Name, Kind: sp.Kind, Queue: sp.Queue, DependsOn: append([]string{}, sp.DependsOn...),
-			ForEach: sp.ForEach, State: st.state, TaskIDs: ids, Output: bytes.Clone(st.output), Error: st.err,
+			ForEach: sp.ForEach, State: st.state, TaskIDs: ids, TaskStatuses: statuses, Output: bytes.Clone(st.output), Error: st.err,
 			Status:  store.StepStatusOf(st.state, sp.ForEach != "", statuses),
 			Payload: bytes.Clone(sp.Payload), MaxAttempts: sp.MaxAttempts, Priority: sp.Priority,
 			TimeoutSeconds: sp.TimeoutSeconds,

@@ -172,10 +172,10 @@ func getFlow(ctx context.Context, q querier, id uuid.UUID) (*store.Flow, error) 
 	for i := range f.Steps {
 		st := &f.Steps[i]
 		if t := tasks[st.Name]; t != nil {
-			st.TaskIDs = t.ids
+			st.TaskIDs, st.TaskStatuses = t.ids, t.statuses
 			st.Status = store.StepStatusOf(st.State, st.ForEach != "", t.statuses)
 		} else {
-			st.TaskIDs = []uuid.UUID{}
+			st.TaskIDs, st.TaskStatuses = []uuid.UUID{}, []store.Status{}
 			st.Status = store.StepStatusOf(st.State, st.ForEach != "", nil)
 		}
 	}
