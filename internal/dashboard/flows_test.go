@@ -174,7 +174,7 @@ func TestFlowPageGraphLiveAndActions(t *testing.T) {
 			t.Fatalf("after a refused replay the flow is %s", got)
 		}
 		b.get("/flows/nope").want(t, http.StatusBadRequest)
-		b.get("/flows/" + uuid.New().String()).want(t, http.StatusNotFound).contains(t, "No flow has the id")
+		b.get("/flows/"+uuid.New().String()).want(t, http.StatusNotFound).contains(t, "No flow has the id")
 	})
 }
 
