@@ -100,7 +100,7 @@ type flowStepRow struct {
 
 type stepTaskLink struct {
 	ID     uuid.UUID
-	Label  string // "task 0190d6a4" for a single task, "#3" for element 3 of a for_each
+	Label  string // "task …6f2f2f2f2f2f" for a single task (ids are time-ordered: the end differs), "#3" for element 3 of a for_each
 	Status store.Status
 }
 
@@ -142,7 +142,7 @@ func (d *Dashboard) flowPage(w http.ResponseWriter, r *http.Request) {
 				row.More = len(st.TaskIDs) - i
 				break
 			}
-			link := stepTaskLink{ID: tid, Label: "task " + tid.String()[:8]}
+			link := stepTaskLink{ID: tid, Label: "task …" + tid.String()[24:]}
 			if st.ForEach != "" {
 				link.Label = fmt.Sprintf("#%d", i)
 			}
