@@ -33,6 +33,21 @@ const (
 	CatchUpAll  = store.CatchUpAll  // one run per missed tick, bounded per claim
 )
 
+// Overlap is what a tick does while the schedule's previous run has not finished
+// (ScheduleParams.Overlap, ScheduleUpdate.Overlap).
+type Overlap = store.Overlap
+
+// The overlap policies.
+const (
+	OverlapAllow       = store.OverlapAllow       // run anyway (the default)
+	OverlapSkip        = store.OverlapSkip        // no run; the tick is skipped and counted
+	OverlapBufferOne   = store.OverlapBufferOne   // one run waits and starts when the running one ends
+	OverlapCancelOther = store.OverlapCancelOther // cancel the running one and start the new run
+)
+
+// HeldRunAt is the ScheduledFor of an OverlapBufferOne run while it waits.
+var HeldRunAt = store.HeldRunAt
+
 // CreateSchedule stores a new schedule. An invalid spec or zone is an error wrapping
 // ErrInvalid that names the field; a name in use is ErrConflict.
 func (c *Client) CreateSchedule(ctx context.Context, p ScheduleParams) (*Schedule, error) {

@@ -68,3 +68,24 @@ func TestScheduleOperations(t *testing.T) {
 		}
 	})
 }
+
+// TestScheduleOverlapOption: Overlap is set on create and update and read back; an
+// unknown value is ErrInvalid naming the field.
+func TestScheduleOverlapOption(t *testing.T) {
+	eachClient(t, func(t *testing.T, c testClient) {
+		ctx := testContext(t)
+		s, err := c.CreateSchedule(ctx, rota.ScheduleParams{Name: "report", CronSpec: "@daily",
+			Task: rota.TaskTemplate{Kind: "noop"}, Overlap: rota.OverlapBufferOne})
+		if err != nil || s.Overlap != rota.OverlapBufferOne || s.SkippedTicks != 0 {
+			t.Fatalf("CreateSchedule(buffer_one): %+v, %v", s, err)
+		}
+		skip := rota.OverlapSkip
+		if u, err := c.UpdateSchedule(ctx, "report", rota.ScheduleUpdate{Overlap: &skip}); err != nil || u.Overlap != rota.OverlapSkip {
+			t.Fatalf("UpdateSchedule(skip): %+v, %v", u, err)
+		}
+		_, err = c.CreateSchedule(ctx, rota.ScheduleParams{Name: "bad", CronSpec: "@daily", Task: rota.TaskTemplate{Kind: "noop"}, Overlap: "sometimes"})
+		if !errors.Is(err, rota.ErrInvalid) || !strings.Contains(err.Error(), "overlap") {
+			t.Fatalf("unknown overlap: %v, want ErrInvalid naming overlap", err)
+		}
+	})
+}

@@ -139,10 +139,10 @@ func runSchedulesList(ctx context.Context, args []string, stdout, stderr io.Writ
 // scheduleFlags are the flags of create and update. In update every one is optional and
 // only the ones given change.
 type scheduleFlags struct {
-	cron, tz, kind, queue, payload, payloadFile, catchUp string
-	maxAttempts                                          int
-	enabled, disabled                                    bool
-	set                                                  map[string]bool
+	cron, tz, kind, queue, payload, payloadFile, catchUp, overlap string
+	maxAttempts                                                   int
+	enabled, disabled                                             bool
+	set                                                           map[string]bool
 }
 
 func (f *scheduleFlags) register(fs *flag.FlagSet, update bool) {
@@ -154,6 +154,7 @@ func (f *scheduleFlags) register(fs *flag.FlagSet, update bool) {
 	fs.StringVar(&f.payloadFile, "payload-file", "", "read the JSON payload from this file ('-' = standard input)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts of each run before it is DEAD (0 = the server's default, "+strconv.Itoa(store.DefaultMaxAttempts)+")")
 	fs.StringVar(&f.catchUp, "catch-up", "", "after downtime: skip (no missed runs), one (one run for all missed ticks; the default) or all")
+	fs.StringVar(&f.overlap, "overlap", "", "while the previous run is unfinished: allow (run anyway; the default), skip (no run), buffer_one (one run waits for it) or cancel_other (cancel it and run)")
 	fs.BoolVar(&f.disabled, "disabled", false, "create or set the schedule paused")
 	if update {
 		fs.BoolVar(&f.enabled, "enabled", false, "set the schedule enabled (like resume)")
@@ -185,6 +186,12 @@ func (f *scheduleFlags) check(fs *flag.FlagSet) error {
 		case "skip", "one", "all":
 		default:
 			return usagef("--catch-up %q: want skip, one or all", f.catchUp)
+		}
+	}
+	if f.set["overlap"] {
+		f.overlap = strings.ToLower(f.overlap)
+		if !store.Overlap(f.overlap).Valid() {
+			return usagef("--overlap %q: want allow, skip, buffer_one or cancel_other", f.overlap)
 		}
 	}
 	if f.maxAttempts < 0 {
@@ -232,7 +239,7 @@ func (f *scheduleFlags) changesTask() bool {
 
 func runSchedulesCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("schedules create", stdout)
-	nameUsage(fs, "create <name> --cron SPEC --kind K [--tz ZONE] [--queue Q] [--payload JSON] [--max-attempts N] [--catch-up skip|one|all] [--disabled]",
+	nameUsage(fs, "create <name> --cron SPEC --kind K [--tz ZONE] [--queue Q] [--payload JSON] [--max-attempts N] [--catch-up skip|one|all] [--overlap allow|skip|buffer_one|cancel_other] [--disabled]",
 		"Creates a schedule that enqueues a task of kind K at every tick of SPEC, read in time zone ZONE.")
 	var cf clientFlags
 	cf.register(fs)
@@ -251,7 +258,7 @@ func runSchedulesCreate(ctx context.Context, args []string, stdout, stderr io.Wr
 	if !sf.set["kind"] {
 		return usagef("schedules create needs --kind: the task kind each run enqueues, e.g. --kind noop")
 	}
-	req := apiclient.CreateSchedule{Name: name, CronSpec: sf.cron, Timezone: sf.tz, CatchUp: sf.catchUp}
+	req := apiclient.CreateSchedule{Name: name, CronSpec: sf.cron, Timezone: sf.tz, CatchUp: sf.catchUp, Overlap: sf.overlap}
 	sf.applyTask(&req.Task)
 	if sf.disabled {
 		req.Enabled = new(false)
@@ -265,7 +272,7 @@ func runSchedulesCreate(ctx context.Context, args []string, stdout, stderr io.Wr
 
 func runSchedulesUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("schedules update", stdout)
-	nameUsage(fs, "update <name> [--cron SPEC] [--tz ZONE] [--kind K] [--queue Q] [--payload JSON] [--max-attempts N] [--catch-up skip|one|all] [--enabled|--disabled]",
+	nameUsage(fs, "update <name> [--cron SPEC] [--tz ZONE] [--kind K] [--queue Q] [--payload JSON] [--max-attempts N] [--catch-up skip|one|all] [--overlap POLICY] [--enabled|--disabled]",
 		"Changes only the fields whose flags are given. A new --cron or --tz recomputes the next fire time from now.")
 	var cf clientFlags
 	cf.register(fs)
@@ -288,6 +295,9 @@ func runSchedulesUpdate(ctx context.Context, args []string, stdout, stderr io.Wr
 	if sf.set["catch-up"] {
 		req.CatchUp = &sf.catchUp
 	}
+	if sf.set["overlap"] {
+		req.Overlap = &sf.overlap
+	}
 	switch {
 	case sf.set["enabled"]:
 		req.Enabled = &sf.enabled
@@ -306,7 +316,7 @@ func runSchedulesUpdate(ctx context.Context, args []string, stdout, stderr io.Wr
 		req.Task = &t
 	}
 	if req == (apiclient.UpdateSchedule{}) {
-		return usagef("schedules update: nothing to change; give one or more of --cron, --tz, --kind, --queue, --payload, --max-attempts, --catch-up, --enabled, --disabled")
+		return usagef("schedules update: nothing to change; give one or more of --cron, --tz, --kind, --queue, --payload, --max-attempts, --catch-up, --overlap, --enabled, --disabled")
 	}
 	s, err := c.UpdateSchedule(ctx, name, req)
 	if err != nil {
@@ -401,13 +411,14 @@ func runSchedulesRuns(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	var tasks []apiclient.Task
 	next := ""
+	var skipped *int64
 	for {
 		page, err := c.ListScheduleRuns(ctx, name, params)
 		if err != nil {
 			return cf.explain(err)
 		}
 		tasks = append(tasks, page.Tasks...)
-		next = page.NextCursor
+		next, skipped = page.NextCursor, page.SkippedTicks
 		if !*all || next == "" {
 			break
 		}
@@ -415,12 +426,16 @@ func runSchedulesRuns(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	if cf.json {
 		return writeJSON(stdout, struct {
-			Tasks      []json.RawMessage `json:"tasks"`
-			NextCursor string            `json:"next_cursor"`
-		}{rawTasks(tasks), next})
+			Tasks        []json.RawMessage `json:"tasks"`
+			NextCursor   string            `json:"next_cursor"`
+			SkippedTicks *int64            `json:"skipped_ticks,omitempty"`
+		}{rawTasks(tasks), next, skipped})
 	}
 	if err := printTaskTable(stdout, tasks); err != nil {
 		return err
+	}
+	if skipped != nil && *skipped > 0 {
+		fmt.Fprintf(stderr, "%d ticks skipped (catch-up or overlap; see schedules get)\n", *skipped)
 	}
 	if next != "" {
 		fmt.Fprintf(stderr, "more runs: add --cursor %s (or --all)\n", next)
@@ -448,6 +463,11 @@ func printSchedule(w io.Writer, asJSON bool, s *apiclient.Schedule) error {
 	row("last_run_at", dash(fmtZoned(s.LastRunAt, s.Timezone)))
 	row("last_enqueued_at", dash(fmtZoned(s.LastEnqueuedAt, s.Timezone)))
 	row("catch_up", s.CatchUp)
+	row("overlap", s.Overlap)
+	row("current_run_id", dash(derefOr(s.CurrentRunID)))
+	row("waiting_run_id", dash(derefOr(s.WaitingRunID)))
+	row("skipped_ticks", fmt.Sprint(s.SkippedTicks))
+	row("last_skipped_at", dash(fmtZoned(s.LastSkippedAt, s.Timezone)))
 	row("task.kind", s.Task.Kind)
 	row("task.queue", s.Task.Queue)
 	row("task.payload", string(s.Task.Payload))
@@ -455,6 +475,14 @@ func printSchedule(w io.Writer, asJSON bool, s *apiclient.Schedule) error {
 	row("created_at", fmtTime(&s.CreatedAt))
 	row("updated_at", fmtTime(&s.UpdatedAt))
 	return tw.Flush()
+}
+
+// derefOr is *p, or "" for nil.
+func derefOr(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // fmtZoned prints a time as RFC 3339 in the time zone tz (UTC when this machine does not

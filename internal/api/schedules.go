@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/rotaqueue/rota/internal/cron"
 	"github.com/rotaqueue/rota/internal/store"
 )
@@ -37,9 +39,14 @@ type scheduleJSON struct {
 	Task           scheduleTaskJSON `json:"task"`
 	Enabled        bool             `json:"enabled"`
 	CatchUp        store.CatchUp    `json:"catch_up"`
+	Overlap        store.Overlap    `json:"overlap"`
 	NextRunAt      time.Time        `json:"next_run_at"`
 	LastRunAt      *time.Time       `json:"last_run_at"`
 	LastEnqueuedAt *time.Time       `json:"last_enqueued_at"`
+	CurrentRunID   *uuid.UUID       `json:"current_run_id"`
+	WaitingRunID   *uuid.UUID       `json:"waiting_run_id"`
+	SkippedTicks   int64            `json:"skipped_ticks"`
+	LastSkippedAt  *time.Time       `json:"last_skipped_at"`
 	CreatedAt      time.Time        `json:"created_at"`
 	UpdatedAt      time.Time        `json:"updated_at"`
 }
@@ -60,9 +67,14 @@ func scheduleOut(sc *store.Schedule) scheduleJSON {
 		Task:           scheduleTaskJSON{Kind: t.Kind, Queue: t.Queue, Payload: t.Payload, MaxAttempts: t.MaxAttempts},
 		Enabled:        sc.Enabled,
 		CatchUp:        sc.CatchUp,
+		Overlap:        sc.Overlap,
 		NextRunAt:      sc.NextRunAt.UTC(),
 		LastRunAt:      utcPtr(sc.LastRunAt),
 		LastEnqueuedAt: utcPtr(sc.LastEnqueuedAt),
+		CurrentRunID:   sc.CurrentRunID,
+		WaitingRunID:   sc.WaitingRunID,
+		SkippedTicks:   sc.SkippedTicks,
+		LastSkippedAt:  utcPtr(sc.LastSkippedAt),
 		CreatedAt:      sc.CreatedAt.UTC(),
 		UpdatedAt:      sc.UpdatedAt.UTC(),
 	}
@@ -87,6 +99,7 @@ type createScheduleRequest struct {
 	Task     *scheduleTaskRequest `json:"task"`
 	Enabled  *bool                `json:"enabled"`
 	CatchUp  *string              `json:"catch_up"`
+	Overlap  *string              `json:"overlap"`
 }
 
 type updateScheduleRequest struct {
@@ -95,6 +108,7 @@ type updateScheduleRequest struct {
 	Task     *scheduleTaskRequest `json:"task"`
 	Enabled  *bool                `json:"enabled"`
 	CatchUp  *string              `json:"catch_up"`
+	Overlap  *string              `json:"overlap"`
 }
 
 type rescheduleRequest struct {
@@ -108,7 +122,7 @@ func decodeCreateSchedule(body []byte) (store.ScheduleParams, error) {
 		return store.ScheduleParams{}, err
 	}
 	p := store.ScheduleParams{Name: req.Name, Kind: store.ScheduleKindTask, Timezone: "UTC",
-		Enabled: req.Enabled, CatchUp: store.CatchUpOne}
+		Enabled: req.Enabled, CatchUp: store.CatchUpOne, Overlap: store.OverlapAllow}
 	if err := store.ValidateScheduleName(req.Name); err != nil {
 		return p, err
 	}
@@ -139,6 +153,11 @@ func decodeCreateSchedule(body []byte) (store.ScheduleParams, error) {
 			return p, err
 		}
 	}
+	if req.Overlap != nil {
+		if p.Overlap, err = parseOverlap(*req.Overlap); err != nil {
+			return p, err
+		}
+	}
 	// Every store rule too (lengths, what PostgreSQL can hold): what this accepts, the
 	// store accepts.
 	return p, p.Normalize()
@@ -152,8 +171,8 @@ func decodeUpdateSchedule(body []byte) (store.ScheduleUpdate, error) {
 		return store.ScheduleUpdate{}, err
 	}
 	var u store.ScheduleUpdate
-	if req.CronSpec == nil && req.Timezone == nil && req.Task == nil && req.Enabled == nil && req.CatchUp == nil {
-		return u, invalidRequest("nothing to update: give one or more of cron_spec, timezone, task, enabled, catch_up")
+	if req.CronSpec == nil && req.Timezone == nil && req.Task == nil && req.Enabled == nil && req.CatchUp == nil && req.Overlap == nil {
+		return u, invalidRequest("nothing to update: give one or more of cron_spec, timezone, task, enabled, catch_up, overlap")
 	}
 	if req.CronSpec != nil {
 		spec, err := checkCronSpec(*req.CronSpec)
@@ -183,6 +202,13 @@ func decodeUpdateSchedule(body []byte) (store.ScheduleUpdate, error) {
 			return u, err
 		}
 		u.CatchUp = &c
+	}
+	if req.Overlap != nil {
+		o, err := parseOverlap(*req.Overlap)
+		if err != nil {
+			return u, err
+		}
+		u.Overlap = &o
 	}
 	return u, u.Normalize()
 }
@@ -226,6 +252,14 @@ func parseCatchUp(raw string) (store.CatchUp, error) {
 		return c, nil
 	}
 	return "", invalidRequest(fmt.Sprintf("catch_up must be skip, one or all, got %q", raw))
+}
+
+// parseOverlap reads an overlap policy, in any case like catch_up.
+func parseOverlap(raw string) (store.Overlap, error) {
+	if o := store.Overlap(strings.ToLower(raw)); o.Valid() {
+		return o, nil
+	}
+	return "", invalidRequest(fmt.Sprintf("overlap must be allow, skip, buffer_one or cancel_other, got %q", raw))
 }
 
 // parseRescheduleTime reads the next_run_at of a reschedule. A past time is allowed: the
@@ -381,6 +415,15 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// scheduleRunsJSON is a page of a schedule's runs and, while the schedule exists, the
+// ticks that got no run (catch-up or overlap): the history of its ticks.
+type scheduleRunsJSON struct {
+	Tasks         []taskJSON `json:"tasks"`
+	NextCursor    string     `json:"next_cursor"`
+	SkippedTicks  *int64     `json:"skipped_ticks,omitempty"`
+	LastSkippedAt *time.Time `json:"last_skipped_at,omitempty"`
+}
+
 // listScheduleRuns pages the tasks the schedule created, newest first.
 func (s *Server) listScheduleRuns(w http.ResponseWriter, r *http.Request) error {
 	name, err := scheduleName(r)
@@ -402,6 +445,13 @@ func (s *Server) listScheduleRuns(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return scheduleError(name, err)
 	}
-	writeJSON(w, http.StatusOK, taskListJSON{Tasks: tasksOut(tasks), NextCursor: next})
+	out := scheduleRunsJSON{Tasks: tasksOut(tasks), NextCursor: next}
+	// The runs of a deleted schedule stay listable; its counts are gone with it.
+	if sc, err := s.cfg.Store.GetSchedule(r.Context(), name); err == nil {
+		out.SkippedTicks, out.LastSkippedAt = &sc.SkippedTicks, utcPtr(sc.LastSkippedAt)
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }

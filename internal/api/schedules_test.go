@@ -246,7 +246,7 @@ func TestScheduleLifecycle(t *testing.T) {
 		}
 
 		// Runs: newest first, paged.
-		var runs taskListJSON
+		var runs scheduleRunsJSON
 		c.do("GET", "/api/schedules/nightly-report/runs", nil).want(t, http.StatusOK, &runs)
 		if len(runs.Tasks) != 2 || runs.Tasks[0].ID != tick.ID || runs.Tasks[1].ID != run.ID || runs.NextCursor != "" {
 			t.Fatalf("runs: %+v", runs)
@@ -471,8 +471,8 @@ func TestScheduleSchemaMatchesAnswer(t *testing.T) {
 	}
 	// The request schemas list what the decoder takes.
 	for schema, want := range map[string][]string{
-		"CreateSchedule":       {"catch_up", "cron_spec", "enabled", "kind", "name", "task", "timezone"},
-		"UpdateSchedule":       {"catch_up", "cron_spec", "enabled", "task", "timezone"},
+		"CreateSchedule":       {"catch_up", "cron_spec", "enabled", "kind", "name", "overlap", "task", "timezone"},
+		"UpdateSchedule":       {"catch_up", "cron_spec", "enabled", "overlap", "task", "timezone"},
 		"ScheduleTaskTemplate": {"kind", "max_attempts", "payload", "queue"},
 		"Reschedule":           {"next_run_at"},
 	} {

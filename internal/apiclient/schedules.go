@@ -18,9 +18,14 @@ type Schedule struct {
 	Task           ScheduleTask `json:"task"`
 	Enabled        bool         `json:"enabled"`
 	CatchUp        string       `json:"catch_up"`
+	Overlap        string       `json:"overlap"`
 	NextRunAt      time.Time    `json:"next_run_at"`
 	LastRunAt      *time.Time   `json:"last_run_at"`
 	LastEnqueuedAt *time.Time   `json:"last_enqueued_at"`
+	CurrentRunID   *string      `json:"current_run_id"`
+	WaitingRunID   *string      `json:"waiting_run_id"`
+	SkippedTicks   int64        `json:"skipped_ticks"`
+	LastSkippedAt  *time.Time   `json:"last_skipped_at"`
 	CreatedAt      time.Time    `json:"created_at"`
 	UpdatedAt      time.Time    `json:"updated_at"`
 
@@ -53,7 +58,7 @@ type ScheduleTask struct {
 }
 
 // CreateSchedule is the body of POST /api/schedules. Empty Timezone means UTC, nil
-// Enabled true, empty CatchUp "one".
+// Enabled true, empty CatchUp "one", empty Overlap "allow".
 type CreateSchedule struct {
 	Name     string       `json:"name"`
 	CronSpec string       `json:"cron_spec"`
@@ -61,6 +66,7 @@ type CreateSchedule struct {
 	Task     ScheduleTask `json:"task"`
 	Enabled  *bool        `json:"enabled,omitempty"`
 	CatchUp  string       `json:"catch_up,omitempty"`
+	Overlap  string       `json:"overlap,omitempty"`
 }
 
 // UpdateSchedule is the body of PATCH /api/schedules/{name}: nil fields stay as they
@@ -71,6 +77,7 @@ type UpdateSchedule struct {
 	Task     *ScheduleTask `json:"task,omitempty"`
 	Enabled  *bool         `json:"enabled,omitempty"`
 	CatchUp  *string       `json:"catch_up,omitempty"`
+	Overlap  *string       `json:"overlap,omitempty"`
 }
 
 // ListScheduleRunsParams pages GET /api/schedules/{name}/runs. Limit 0 = the server's
@@ -141,14 +148,22 @@ func (c *Client) TriggerSchedule(ctx context.Context, name string) (*Task, error
 	return &t, nil
 }
 
+// ScheduleRunsPage is one page of a schedule's runs and, while the schedule exists, the
+// ticks that got no run (catch-up or overlap); both nil for a deleted schedule.
+type ScheduleRunsPage struct {
+	TaskPage
+	SkippedTicks  *int64     `json:"skipped_ticks"`
+	LastSkippedAt *time.Time `json:"last_skipped_at"`
+}
+
 // ListScheduleRuns returns one page of the tasks a schedule created, newest first.
-func (c *Client) ListScheduleRuns(ctx context.Context, name string, p ListScheduleRunsParams) (*TaskPage, error) {
+func (c *Client) ListScheduleRuns(ctx context.Context, name string, p ListScheduleRunsParams) (*ScheduleRunsPage, error) {
 	q := url.Values{}
 	if p.Limit > 0 {
 		q.Set("limit", strconv.Itoa(p.Limit))
 	}
 	setNonEmpty(q, "cursor", p.Cursor)
-	var page TaskPage
+	var page ScheduleRunsPage
 	if _, err := c.do(ctx, http.MethodGet, schedulePath(name, "runs"), q, nil, &page); err != nil {
 		return nil, err
 	}

@@ -29,6 +29,8 @@ func templateFuncs() template.FuncMap {
 		"flowStatuses": func() []store.FlowStatus { return store.AllFlowStatuses },
 		"pathEscape":   url.PathEscape,
 		"list":         func(v ...any) []any { return v },
+		// held: a buffer_one schedule run waiting for the running one (never due).
+		"held": func(t time.Time) bool { return t.Equal(store.HeldRunAt) },
 	}
 }
 

@@ -29,7 +29,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		})),
 		skipped: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "rota_schedule_ticks_skipped_total",
-			Help: "Missed ticks that a catch-up policy (skip or one) did not run.",
+			Help: "Ticks that got no run: missed ticks a catch-up policy (skip or one) did not run, and ticks an overlap policy (skip, buffer_one, cancel_other) skipped.",
 		})),
 		latency: metrics.Register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "rota_schedule_claim_duration_seconds",

@@ -39,7 +39,7 @@ type ClaimEvent struct {
 	Latency   time.Duration
 	Schedules int // schedules claimed
 	Runs      int // runs enqueued
-	Skipped   int // ticks skipped by catch-up policies
+	Skipped   int // ticks skipped by catch-up or overlap policies
 	Err       error
 }
 
@@ -49,7 +49,7 @@ type Stats struct {
 	ClaimErrors      uint64        // failed calls
 	SchedulesClaimed uint64        // schedules claimed, summed over calls
 	RunsEnqueued     uint64        // runs (tasks) enqueued
-	TicksSkipped     uint64        // ticks skipped by catch-up policies
+	TicksSkipped     uint64        // ticks skipped by catch-up or overlap policies
 	ClaimLatency     time.Duration // total time spent in successful calls
 	LastClaimLatency time.Duration
 	MaxClaimLatency  time.Duration
@@ -103,7 +103,7 @@ func (s *Scheduler) Pass(ctx context.Context) int {
 			ev.Runs += len(c.Runs)
 			ev.Skipped += c.SkippedTicks
 			if c.SkippedTicks > 0 {
-				s.cfg.Logger.Info("schedule missed ticks; catch-up policy skipped them",
+				s.cfg.Logger.Info("schedule ticks got no run (catch-up or overlap policy)",
 					"schedule", c.Name, "skipped", c.SkippedTicks, "runs", len(c.Runs), "next_run_at", c.NextRunAt)
 			}
 		}

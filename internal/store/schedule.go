@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 )
 
 // A schedule is a row of rota.schedules: a cron spec, a time zone and a task template.
@@ -25,6 +27,27 @@ const (
 	CatchUpOne  CatchUp = "one"  // one run (for the latest missed tick) for all of them; the default
 	CatchUpAll  CatchUp = "all"  // one run per missed tick, at most MaxCatchUpRuns per claim
 )
+
+// Overlap is what a claim does when a schedule's tick comes while its previous run has
+// not finished (DESIGN.md section 11). A run is finished once its task is SUCCEEDED,
+// DEAD, FAILED or CANCELED; a schedule of kind flow (later) will mean its flow.
+type Overlap string
+
+const (
+	OverlapAllow Overlap = "allow" // every tick runs, whatever still runs; the default
+	OverlapSkip  Overlap = "skip"  // no new run while the previous one is not finished; the tick is skipped
+	// OverlapBufferOne: at most one run waits for the running one. It is inserted held
+	// (PENDING, ScheduledFor = HeldRunAt) and made due in the transaction that finishes
+	// the running one; ticks that come while one waits are skipped.
+	OverlapBufferOne Overlap = "buffer_one"
+	// OverlapCancelOther: a new run cancels the previous one as CancelTask does (PENDING
+	// or ENQUEUED at once, PROCESSING by a cancel request) and starts at once.
+	OverlapCancelOther Overlap = "cancel_other"
+)
+
+// HeldRunAt is the ScheduledFor of a buffered run while it waits for the running one
+// (never due); the run's idempotency key still names its tick.
+var HeldRunAt = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // MaxCatchUpRuns bounds the runs one claim of a CatchUpAll schedule inserts; the rest are
 // inserted by the following claims (next_run_at stays in the past until caught up).
@@ -53,11 +76,22 @@ type Schedule struct {
 	Task           TaskTemplate
 	Enabled        bool
 	CatchUp        CatchUp
+	Overlap        Overlap
 	NextRunAt      time.Time  // the next tick to fire (in the past while due)
 	LastRunAt      *time.Time // the tick of the last run enqueued by a claim
 	LastEnqueuedAt *time.Time // when (database time) that run was enqueued
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	// CurrentRunID is the newest run a claim started, until it finishes (nil then); the
+	// overlap policy compares a new tick with it. WaitingRunID is the buffer_one run that
+	// waits for it (held until it finishes).
+	CurrentRunID *uuid.UUID
+	WaitingRunID *uuid.UUID
+	// SkippedTicks counts the ticks that got no run, by catch-up or overlap policy, since
+	// the schedule was created (a lower bound for a claim far behind, CatchUpScanLimit);
+	// LastSkippedAt is when (database time) a claim last skipped one.
+	SkippedTicks  int64
+	LastSkippedAt *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // ScheduleParams creates a schedule. NextRunAt is computed: the first tick after now.
@@ -69,6 +103,7 @@ type ScheduleParams struct {
 	Task     TaskTemplate
 	Enabled  *bool   // nil = true
 	CatchUp  CatchUp // "" = "one"
+	Overlap  Overlap // "" = "allow"
 }
 
 // ScheduleUpdate changes some fields of a schedule; nil fields stay. A new CronSpec or
@@ -80,6 +115,7 @@ type ScheduleUpdate struct {
 	Task     *TaskTemplate
 	Enabled  *bool
 	CatchUp  *CatchUp
+	Overlap  *Overlap
 }
 
 // ClaimSchedulesParams asks for up to Limit due, enabled schedules.
@@ -88,7 +124,8 @@ type ClaimSchedulesParams struct {
 }
 
 // ScheduleClaim reports one claimed schedule: the runs it enqueued (tasks, in tick
-// order; a tick whose run already existed is not repeated) and the ticks catch-up skipped.
+// order; a tick whose run already existed is not repeated; a buffered run is held, with
+// ScheduledFor = HeldRunAt) and the ticks the catch-up and overlap policies skipped.
 type ScheduleClaim struct {
 	Name         string
 	Runs         []*Task
@@ -123,8 +160,10 @@ type ScheduleStore interface {
 	// TriggerSchedule enqueues one run now without moving NextRunAt.
 	TriggerSchedule(ctx context.Context, name string) (*Task, error)
 	// ClaimDueSchedules claims due, enabled schedules (SKIP LOCKED) and, in the same
-	// transaction per claim, enqueues their runs per the catch-up policy and advances
-	// NextRunAt. Concurrent callers never claim the same schedule twice, and no tick is
+	// transaction per claim, enqueues their runs per the catch-up and overlap policies
+	// (cancel_other also cancels the previous run) and advances NextRunAt. A
+	// cancel_other schedule whose running task is locked by another transaction at
+	// that moment (an outcome being written) is left due for a later claim. Concurrent callers never claim the same schedule twice, and no tick is
 	// ever enqueued twice (the idempotency key guarantees it even across restores).
 	ClaimDueSchedules(ctx context.Context, params ClaimSchedulesParams) ([]ScheduleClaim, error)
 	// ListScheduleRuns returns the tasks a schedule created (by claims or triggers),
@@ -179,6 +218,22 @@ func ValidateScheduleName(name string) error {
 // NextRunAt becomes the first tick after now.
 const CatchUpScanLimit = 1000
 
+// The rule of overlap, applied to the ticks catch-up chose (in order), with "busy" =
+// CurrentRunID names an unfinished task and "waiting" = WaitingRunID a held one:
+// allow runs them all; skip runs the first when not busy, and skips the rest (they would
+// overlap it); cancel_other runs the last (each would cancel the one before) and cancels
+// the current run; buffer_one runs the first when not busy and holds the next one,
+// holds the first when busy and nothing waits, and skips the rest.
+//
+// Valid reports whether o is a known overlap policy.
+func (o Overlap) Valid() bool {
+	return o == OverlapAllow || o == OverlapSkip || o == OverlapBufferOne || o == OverlapCancelOther
+}
+
+func invalidOverlap(o Overlap) error {
+	return fmt.Errorf("%w: overlap must be allow, skip, buffer_one or cancel_other, got %q", ErrInvalid, o)
+}
+
 // Valid reports whether c is a known catch-up policy.
 func (c CatchUp) Valid() bool {
 	return c == CatchUpSkip || c == CatchUpOne || c == CatchUpAll
@@ -227,6 +282,12 @@ func (p *ScheduleParams) Normalize() error {
 	if !p.CatchUp.Valid() {
 		return fmt.Errorf("%w: catch_up must be skip, one or all, got %q", ErrInvalid, p.CatchUp)
 	}
+	if p.Overlap == "" {
+		p.Overlap = OverlapAllow
+	}
+	if !p.Overlap.Valid() {
+		return invalidOverlap(p.Overlap)
+	}
 	return p.Task.Normalize()
 }
 
@@ -250,6 +311,9 @@ func (u *ScheduleUpdate) Normalize() error {
 	}
 	if u.CatchUp != nil && !u.CatchUp.Valid() {
 		return fmt.Errorf("%w: catch_up must be skip, one or all, got %q", ErrInvalid, *u.CatchUp)
+	}
+	if u.Overlap != nil && !u.Overlap.Valid() {
+		return invalidOverlap(*u.Overlap)
 	}
 	if u.Task != nil {
 		tmpl := *u.Task

@@ -273,25 +273,33 @@ func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (*store.Task, erro
 	}
 	now := s.clock()
 	switch e.task.Status {
-	case store.StatusPending, store.StatusEnqueued:
-		s.transition(e, store.StatusCanceled, now, func(t *store.Task) {
-			done := now
-			t.CompletedAt = &done
-		})
-	case store.StatusProcessing:
-		if e.task.CancelRequestedAt == nil {
-			at := now
-			e.task.CancelRequestedAt = &at
-			e.task.UpdatedAt = now
-		}
-		// As cancel_task.sql notifies rota_cancel: every request, the first or not.
-		s.broadcast(store.Notification{Kind: store.CancelRequested, TaskID: id})
+	case store.StatusPending, store.StatusEnqueued, store.StatusProcessing:
+		s.cancel(e, now)
 	case store.StatusCanceled:
 		// Already done: report it unchanged.
 	default:
 		return nil, fmt.Errorf("cancel task %s: %w: the task is %s", id, store.ErrIllegalTransition, e.task.Status)
 	}
 	return cloneTask(&e.task), nil
+}
+
+// cancel cancels a live task: PENDING or ENQUEUED at once, PROCESSING by a cancel
+// request its worker is told about (as cancel_task.sql notifies rota_cancel: every
+// request, the first or not).
+func (s *Store) cancel(e *entry, now time.Time) {
+	if e.task.Status != store.StatusProcessing {
+		s.transition(e, store.StatusCanceled, now, func(t *store.Task) {
+			done := now
+			t.CompletedAt = &done
+		})
+		return
+	}
+	if e.task.CancelRequestedAt == nil {
+		at := now
+		e.task.CancelRequestedAt = &at
+		e.task.UpdatedAt = now
+	}
+	s.broadcast(store.Notification{Kind: store.CancelRequested, TaskID: e.task.ID})
 }
 
 // ReplayTask moves a DEAD, FAILED or CANCELED task back to PENDING; see store.Store.

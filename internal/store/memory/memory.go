@@ -186,6 +186,12 @@ func (s *Store) transition(e *entry, to store.Status, now time.Time, mutate func
 		}
 	}
 
+	if claimableStatus(old.Status) || old.Status == store.StatusProcessing {
+		if to.Terminal() {
+			s.scheduleRunEnded(t, now) // rota.schedule_run_ended (migration 0017)
+		}
+	}
+
 	// rota.tasks_record_transition.
 	switch {
 	case to == store.StatusDead || to == store.StatusFailed:

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/rotaqueue/rota/internal/cron"
 	"github.com/rotaqueue/rota/internal/store"
 )
@@ -57,6 +59,17 @@ func cloneSchedule(sc *store.Schedule) *store.Schedule {
 	c.Task.Payload = bytes.Clone(sc.Task.Payload)
 	c.LastRunAt = cloneTime(sc.LastRunAt)
 	c.LastEnqueuedAt = cloneTime(sc.LastEnqueuedAt)
+	c.LastSkippedAt = cloneTime(sc.LastSkippedAt)
+	c.CurrentRunID = cloneID(sc.CurrentRunID)
+	c.WaitingRunID = cloneID(sc.WaitingRunID)
+	return &c
+}
+
+func cloneID(id *uuid.UUID) *uuid.UUID {
+	if id == nil {
+		return nil
+	}
+	c := *id
 	return &c
 }
 
@@ -97,6 +110,7 @@ func (s *Store) CreateSchedule(ctx context.Context, params store.ScheduleParams)
 		Task:      p.Task,
 		Enabled:   *p.Enabled,
 		CatchUp:   p.CatchUp,
+		Overlap:   p.Overlap,
 		CreatedAt: now,
 		UpdatedAt: now,
 	}}
@@ -180,6 +194,9 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 	if u.CatchUp != nil {
 		sc.CatchUp = *u.CatchUp
 	}
+	if u.Overlap != nil {
+		sc.Overlap = *u.Overlap
+	}
 	if recompute {
 		sc.NextRunAt = next.next(now)
 	}
@@ -188,18 +205,72 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 	return cloneSchedule(&row.sc), nil
 }
 
-// DeleteSchedule removes a schedule; the tasks it created stay.
+// DeleteSchedule removes a schedule; the tasks it created stay, but a buffered run
+// still held is canceled (nothing would make it due any more).
 func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.lookupSchedule(fmt.Sprintf("delete schedule %q", name), name); err != nil {
+	row, err := s.lookupSchedule(fmt.Sprintf("delete schedule %q", name), name)
+	if err != nil {
 		return err
 	}
 	delete(s.schedules, name)
+	if e := s.runEntry(row.sc.WaitingRunID); e != nil && e.task.Status == store.StatusPending {
+		s.cancel(e, s.clock())
+	}
 	return nil
+}
+
+// runEntry is the task a run id names, or nil.
+func (s *Store) runEntry(id *uuid.UUID) *entry {
+	if id == nil {
+		return nil
+	}
+	return s.tasks[*id]
+}
+
+// liveRun reports whether id names a task that has not finished.
+func (s *Store) liveRun(id *uuid.UUID) bool {
+	e := s.runEntry(id)
+	return e != nil && !e.task.Status.Terminal()
+}
+
+// scheduleRunEnded is rota.schedule_run_ended (migration 0017): t, a task that just
+// finished, was perhaps a schedule's current run (its waiting run becomes current and
+// due now) or its held waiting run (nothing waits any more). Callers hold s.mu.
+func (s *Store) scheduleRunEnded(t *store.Task, now time.Time) {
+	rest, ok := strings.CutPrefix(t.IdempotencyKey, "schedule:")
+	if !ok {
+		return
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	row := s.schedules[name]
+	if row == nil {
+		return
+	}
+	sc := &row.sc
+	switch {
+	case sc.CurrentRunID != nil && *sc.CurrentRunID == t.ID:
+		sc.CurrentRunID, sc.WaitingRunID = sc.WaitingRunID, nil
+		if e := s.runEntry(sc.CurrentRunID); e != nil && e.task.Status == store.StatusPending && e.task.ScheduledFor.Equal(store.HeldRunAt) {
+			s.release(e, now)
+		}
+	case sc.WaitingRunID != nil && *sc.WaitingRunID == t.ID:
+		sc.WaitingRunID = nil
+	}
+}
+
+// release makes a held PENDING run due now and wakes its queue's workers.
+func (s *Store) release(e *entry, now time.Time) {
+	e.task.ScheduledFor = now
+	e.task.UpdatedAt = now
+	e.seq++ // its place in the claim order changed: the held item is stale
+	cq := s.claimQueue(e.task.Queue, store.StatusPending)
+	cq.push(claimItem{e: e, seq: e.seq, priority: e.task.Priority, at: e.task.ScheduledFor, id: e.task.ID}, now, cq.live)
+	s.notify(map[string]bool{e.task.Queue: true})
 }
 
 // PauseSchedule disables a schedule.
@@ -271,7 +342,8 @@ func (s *Store) TriggerSchedule(ctx context.Context, name string) (*store.Task, 
 }
 
 // insertRun inserts one run of a template as CreateTasks would, unless a task holds key
-// (then it returns that task and false). Callers hold s.mu.
+// (then it returns that task and false). scheduledFor is the tick, or HeldRunAt for a
+// held run. Callers hold s.mu.
 func (s *Store) insertRun(tmpl *store.TaskTemplate, key string, scheduledFor, now time.Time, wake map[string]bool) (*store.Task, bool, error) {
 	if e := s.idempotency[key]; e != nil {
 		return cloneTask(&e.task), false, nil
@@ -334,14 +406,22 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 	// Plan and validate everything before writing anything (the claim is all or nothing,
 	// like the PostgreSQL transaction).
 	type plan struct {
-		row   *schedule
-		ticks []time.Time
-		claim store.ScheduleClaim
+		row      *schedule
+		ticks    []time.Time
+		heldFrom int  // index of the first held run in ticks
+		busy     bool // the current run is unfinished
+		claim    store.ScheduleClaim
 	}
 	plans := make([]plan, len(due))
 	for i, row := range due {
 		ticks, skipped, next := row.dueTicks(now, store.MaxCatchUpRuns, store.CatchUpScanLimit)
-		plans[i] = plan{row: row, ticks: ticks,
+		busy := row.sc.Overlap != store.OverlapAllow && s.liveRun(row.sc.CurrentRunID)
+		waiting := row.sc.Overlap != store.OverlapAllow && s.runEntry(row.sc.WaitingRunID) != nil &&
+			s.runEntry(row.sc.WaitingRunID).task.Status == store.StatusPending
+		runTicks, heldFrom := overlapTicks(ticks, row.sc.Overlap, busy, waiting)
+		skipped += len(ticks) - len(runTicks)
+		ticks = runTicks
+		plans[i] = plan{row: row, ticks: ticks, heldFrom: heldFrom, busy: busy,
 			claim: store.ScheduleClaim{Name: row.sc.Name, SkippedTicks: skipped, NextRunAt: next}}
 		if len(ticks) > 0 {
 			p := store.CreateParams{Kind: row.sc.Task.Kind, Queue: row.sc.Task.Queue,
@@ -354,16 +434,38 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 	claims := make([]store.ScheduleClaim, len(plans))
 	wake := map[string]bool{}
 	for i, p := range plans {
-		for _, tick := range p.ticks {
-			task, inserted, err := s.insertRun(&p.row.sc.Task, store.ScheduleRunKey(p.row.sc.Name, tick), tick, now, wake)
+		sc := &p.row.sc
+		previous := sc.CurrentRunID
+		for j, tick := range p.ticks {
+			at := tick
+			if j >= p.heldFrom {
+				at = store.HeldRunAt
+			}
+			task, inserted, err := s.insertRun(&sc.Task, store.ScheduleRunKey(sc.Name, tick), at, now, wake)
 			if err != nil { // validated above
 				panic(fmt.Sprintf("memory store: %s: %v", op, err))
 			}
-			if inserted {
-				p.claim.Runs = append(p.claim.Runs, task)
+			if !inserted { // the tick's run existed: it changes nothing
+				continue
 			}
+			id := task.ID
+			if j >= p.heldFrom {
+				sc.WaitingRunID = &id
+			} else {
+				sc.CurrentRunID = &id
+			}
+			p.claim.Runs = append(p.claim.Runs, task)
 		}
-		sc := &p.row.sc
+		if sc.Overlap == store.OverlapCancelOther && p.busy && len(p.ticks) > 0 {
+			// After the new run became current, as the SQL's trigger fires after the
+			// statement: the canceled run is no longer the current one.
+			s.cancel(s.runEntry(previous), now)
+		}
+		if p.claim.SkippedTicks > 0 {
+			at := now
+			sc.SkippedTicks += int64(p.claim.SkippedTicks)
+			sc.LastSkippedAt = &at
+		}
 		sc.NextRunAt = p.claim.NextRunAt
 		if n := len(p.ticks); n > 0 {
 			last, at := p.ticks[n-1], now
@@ -374,6 +476,30 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 	}
 	s.notify(wake)
 	return claims, nil
+}
+
+// overlapTicks is the overlap rule of queries/schedule_claim.sql (planned): which of the ticks
+// catch-up chose get a run under the overlap policy, and the index of the first run
+// that is held (len(run) when none is).
+func overlapTicks(ticks []time.Time, overlap store.Overlap, busy, waiting bool) (run []time.Time, heldFrom int) {
+	n := len(ticks)
+	if n == 0 || overlap == store.OverlapAllow {
+		return ticks, n
+	}
+	switch {
+	case overlap == store.OverlapSkip && busy:
+		return nil, 0
+	case overlap == store.OverlapSkip:
+		return ticks[:1], 1
+	case overlap == store.OverlapCancelOther:
+		return ticks[n-1:], 1
+	case busy && waiting: // buffer_one
+		return nil, 0
+	case busy:
+		return ticks[:1], 0
+	default:
+		return ticks[:min(n, 2)], 1
+	}
 }
 
 // dueTicks is rota.schedule_due_ticks (migration 0004): the ticks one claim enqueues per

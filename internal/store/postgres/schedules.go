@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -65,6 +66,18 @@ type scheduleScan struct {
 	catchUp        string
 	lastRunAt      pgtype.Timestamptz
 	lastEnqueuedAt pgtype.Timestamptz
+	overlap        string
+	currentRunID   pgtype.UUID
+	waitingRunID   pgtype.UUID
+	lastSkippedAt  pgtype.Timestamptz
+}
+
+func uuidPtr(id pgtype.UUID) *uuid.UUID {
+	if !id.Valid {
+		return nil
+	}
+	u := uuid.UUID(id.Bytes)
+	return &u
 }
 
 func scanSchedule(row pgx.Row) (*store.Schedule, error) {
@@ -72,7 +85,8 @@ func scanSchedule(row pgx.Row) (*store.Schedule, error) {
 	sc := &s.sc
 	if err := row.Scan(&sc.Name, &sc.Kind, &sc.CronSpec, &sc.Timezone, &sc.Task.Kind, &sc.Task.Queue,
 		&s.payload, &s.maxAttempts, &sc.Enabled, &s.catchUp, &sc.NextRunAt, &s.lastRunAt,
-		&s.lastEnqueuedAt, &sc.CreatedAt, &sc.UpdatedAt); err != nil {
+		&s.lastEnqueuedAt, &sc.CreatedAt, &sc.UpdatedAt, &s.overlap, &s.currentRunID, &s.waitingRunID,
+		&sc.SkippedTicks, &s.lastSkippedAt); err != nil {
 		return nil, err
 	}
 	sc.Task.Payload = json.RawMessage(s.payload)
@@ -81,6 +95,10 @@ func scanSchedule(row pgx.Row) (*store.Schedule, error) {
 	sc.NextRunAt = sc.NextRunAt.UTC()
 	sc.LastRunAt = timePtr(s.lastRunAt)
 	sc.LastEnqueuedAt = timePtr(s.lastEnqueuedAt)
+	sc.Overlap = store.Overlap(s.overlap)
+	sc.CurrentRunID = uuidPtr(s.currentRunID)
+	sc.WaitingRunID = uuidPtr(s.waitingRunID)
+	sc.LastSkippedAt = timePtr(s.lastSkippedAt)
 	sc.CreatedAt = sc.CreatedAt.UTC()
 	sc.UpdatedAt = sc.UpdatedAt.UTC()
 	out := s.sc
@@ -96,7 +114,7 @@ func (s *Store) CreateSchedule(ctx context.Context, params store.ScheduleParams)
 	op := fmt.Sprintf("create schedule %q", p.Name)
 	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlCreateSchedule, p.Name, p.Kind, p.Task.Kind,
 		p.Task.Queue, []byte(p.Task.Payload), p.Task.MaxAttempts, p.CronSpec, p.Timezone, *p.Enabled,
-		string(p.CatchUp)))
+		string(p.CatchUp), string(p.Overlap)))
 	if err != nil {
 		return nil, translateSchedule(op, err)
 	}
@@ -140,6 +158,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 		payload     []byte
 		maxAttempts *int
 		catchUp     *string
+		overlap     *string
 	)
 	if u.Task != nil {
 		kind, queue, maxAttempts = &u.Task.Kind, &u.Task.Queue, &u.Task.MaxAttempts
@@ -149,22 +168,27 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 		c := string(*u.CatchUp)
 		catchUp = &c
 	}
+	if u.Overlap != nil {
+		o := string(*u.Overlap)
+		overlap = &o
+	}
 	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlUpdateSchedule, name, u.CronSpec, u.Timezone,
-		kind, queue, payload, maxAttempts, u.Enabled, catchUp))
+		kind, queue, payload, maxAttempts, u.Enabled, catchUp, overlap))
 	if err != nil {
 		return nil, translateSchedule(op, err)
 	}
 	return sc, nil
 }
 
-// DeleteSchedule removes a schedule; the tasks it created stay.
+// DeleteSchedule removes a schedule; the tasks it created stay, but a buffered run
+// still held is canceled.
 func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
 	op := fmt.Sprintf("delete schedule %q", name)
-	tag, err := s.pool.Exec(ctx, sqlDeleteSchedule, name)
-	if err != nil {
+	var deleted int64
+	if err := s.pool.QueryRow(ctx, sqlDeleteSchedule, name).Scan(&deleted); err != nil {
 		return translateSchedule(op, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if deleted == 0 {
 		return fmt.Errorf("%s: %w", op, store.ErrNotFound)
 	}
 	return nil
@@ -223,8 +247,9 @@ func (s *Store) TriggerSchedule(ctx context.Context, name string) (*store.Task, 
 
 // ClaimDueSchedules claims up to Limit due schedules in one statement, atomic by itself
 // (queries/schedule_claim.sql): it locks them (SKIP LOCKED), plans their ticks in the
-// database, advances next_run_at and inserts the runs; a tick whose run exists (its
-// idempotency key is held) is not inserted again.
+// database (catch-up, then overlap), advances next_run_at, cancels the runs cancel_other
+// replaces and inserts the new ones; a tick whose run exists (its idempotency key is
+// held) is not inserted again.
 func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedulesParams) ([]store.ScheduleClaim, error) {
 	const op = "claim due schedules"
 	if params.Limit < 1 || params.Limit > store.MaxListLimit {

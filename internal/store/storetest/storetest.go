@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"WaitForTasks", waitTests},
 		{"Concurrency", concurrencyTests},
 		{"Schedules", scheduleTests},
+		{"ScheduleOverlap", overlapTests},
 		{"Insights", insightsTests},
 		{"Workers", workerTests},
 		{"Flows", flowTests},

@@ -3,14 +3,37 @@
 --   due:      locks up to limit due, enabled schedules, earliest first (SKIP LOCKED:
 --             concurrent claimers take disjoint sets; a row another claim advanced
 --             meanwhile is re-checked and dropped);
+--   state:    for overlap other than allow, whether the current run is unfinished
+--             (busy) and a held run waits (waiting); a current_run_id naming no live task
+--             counts as finished (the trigger of migration 0017 clears it; this is the
+--             belt to its braces);
+--   locked:   cancel_other: the busy current run, locked FOR UPDATE SKIP LOCKED. A run
+--             another transaction holds (its outcome being written, whose trigger waits
+--             for this schedule's row) is not waited for: its schedule is left out of
+--             planned, not advanced, still due for the next claim. So a claim never
+--             waits for a task lock while holding a schedule's, and cannot deadlock;
 --   planned:  their ticks per catch-up policy (rota.schedule_due_ticks, migration 0004;
---             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit);
+--             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit), then which of
+--             them run per overlap policy (the rule of store.Overlap, in a CASE: a
+--             PL/pgSQL call per schedule cost more): allow all; skip the first unless
+--             busy; cancel_other the last; buffer_one the first and the second held when
+--             not busy, the first held when busy and none waits, else none. held_from is
+--             the ordinal of the first held run (past the end: none). The others are
+--             skipped, and counted;
+--   runs:     one row per run with its id and whether it is held (buffer_one);
+--   canceled: cancel_other: the previous run, as CancelTask does (PENDING or ENQUEUED ->
+--             CANCELED, PROCESSING gets cancel_requested_at and a rota_cancel
+--             notification);
+--   inserted: one task per tick with the run key schedule:<name>:<unix seconds of the
+--             tick> (store.ScheduleRunKey), due at the tick (a held run at 9999-12-31,
+--             store.HeldRunAt), with the columns and defaults of CreateTasks. ON CONFLICT
+--             DO NOTHING on the idempotency index: a tick whose run exists is never
+--             enqueued again (and does not become the current run). The insert trigger
+--             wakes the workers.
+--   latest:   per schedule, the newest due run and the held run that were inserted;
 --   advanced: next_run_at moves on; last_run_at is the last tick handled and
 --             last_enqueued_at now(), when the claim handled a tick (skip may handle none);
---   inserted: one task per tick with the run key schedule:<name>:<unix seconds of the
---             tick> (store.ScheduleRunKey), due at the tick, with the columns and defaults
---             of CreateTasks. ON CONFLICT DO NOTHING on the idempotency index: a tick whose
---             run exists is never enqueued again. The insert trigger wakes the workers.
+--             current_run_id / waiting_run_id name the new runs; skipped ticks counted.
 --
 -- Run ids are version-7 UUIDs made here: the 48-bit Unix milliseconds, then a 24-bit
 -- counter in tick order (in rand_a and the top of rand_b) so that one claim's runs sort
@@ -24,44 +47,98 @@
 -- One row per claimed schedule and run (has_run = false, placeholder task columns, for a
 -- schedule that enqueued nothing), by schedule name and tick.
 WITH due AS MATERIALIZED (
-    SELECT id, name, cron_spec, timezone, next_run_at, catch_up,
+    SELECT id, name, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id, waiting_run_id,
            task_kind, task_queue, task_payload, task_max_attempts
     FROM rota.schedules
     WHERE enabled AND next_run_at <= now()
     ORDER BY next_run_at
     LIMIT {{limit}}
     FOR UPDATE SKIP LOCKED
+), state AS MATERIALIZED (
+    -- Scalar subqueries, one primary-key probe each, and none for allow (CASE): an
+    -- EXISTS here may be planned as a hashed subplan, a scan of every task.
+    SELECT d.*,
+           CASE WHEN d.overlap = 'allow' OR d.current_run_id IS NULL THEN false
+                ELSE coalesce((SELECT c.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
+                               FROM rota.tasks c WHERE c.id = d.current_run_id), false) END AS busy,
+           CASE WHEN d.overlap = 'allow' OR d.waiting_run_id IS NULL THEN false
+                ELSE coalesce((SELECT w.status = 'PENDING'
+                               FROM rota.tasks w WHERE w.id = d.waiting_run_id), false) END AS waiting
+    FROM due d
+), locked AS MATERIALIZED (
+    SELECT c.id
+    FROM state s JOIN rota.tasks c ON c.id = s.current_run_id
+    WHERE s.overlap = 'cancel_other' AND s.busy
+    FOR UPDATE OF c SKIP LOCKED
 ), planned AS MATERIALIZED (
-    SELECT d.*, p.ticks, p.skipped, p.next_run_at AS new_next_run_at
-    FROM due d,
-         LATERAL rota.schedule_due_ticks(d.cron_spec, d.timezone, d.next_run_at, d.catch_up, {{max_runs}}, {{scan_limit}}) p
-), advanced AS (
-    UPDATE rota.schedules s
-    SET next_run_at      = p.new_next_run_at,
-        last_run_at      = coalesce(p.ticks[cardinality(p.ticks)], s.last_run_at),
-        last_enqueued_at = CASE WHEN cardinality(p.ticks) > 0 THEN now() ELSE s.last_enqueued_at END,
-        updated_at       = now()
-    FROM planned p
-    WHERE s.id = p.id
+    SELECT s.*, o.run_ticks AS ticks, o.held_from,
+           p.skipped + cardinality(p.ticks) - cardinality(o.run_ticks) AS skipped,
+           p.next_run_at AS new_next_run_at
+    FROM state s,
+         LATERAL rota.schedule_due_ticks(s.cron_spec, s.timezone, s.next_run_at, s.catch_up, {{max_runs}}, {{scan_limit}}) p,
+         LATERAL (SELECT CASE
+                      WHEN s.overlap = 'allow' OR cardinality(p.ticks) = 0 THEN p.ticks
+                      WHEN s.overlap = 'skip' THEN CASE WHEN s.busy THEN '{}' ELSE p.ticks[1:1] END
+                      WHEN s.overlap = 'cancel_other' THEN p.ticks[cardinality(p.ticks):cardinality(p.ticks)]
+                      WHEN s.busy THEN CASE WHEN s.waiting THEN '{}' ELSE p.ticks[1:1] END
+                      ELSE p.ticks[1:2] END AS run_ticks,
+                  CASE WHEN s.overlap <> 'buffer_one' THEN cardinality(p.ticks) + 1
+                       WHEN s.busy THEN 1 ELSE 2 END AS held_from) o
+    WHERE NOT (s.overlap = 'cancel_other' AND s.busy AND cardinality(p.ticks) > 0
+               AND s.current_run_id NOT IN (SELECT id FROM locked))
 ), runs AS MATERIALIZED (
-    SELECT p.task_kind, p.task_queue, p.task_payload, p.task_max_attempts, r.tick,
+    SELECT p.id AS schedule_id, p.task_kind, p.task_queue, p.task_payload, p.task_max_attempts, r.tick, r.ord,
+           r.ord >= p.held_from AS held,
            'schedule:' || p.name || ':' || floor(extract(epoch FROM r.tick))::bigint AS key,
-           row_number() OVER (ORDER BY p.name, r.ord) AS seq
+           (lpad(to_hex(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
+            || '7' || lpad(to_hex(((row_number() OVER w) >> 12) & 4095), 3, '0')
+            || '8' || lpad(to_hex((row_number() OVER w) & 4095), 3, '0')
+            || right(replace(gen_random_uuid()::text, '-', ''), 12))::uuid AS run_id
     FROM planned p, unnest(p.ticks) WITH ORDINALITY AS r (tick, ord)
+    WINDOW w AS (ORDER BY p.name, r.ord)
+), canceled AS (
+    UPDATE rota.tasks t
+    SET status = CASE WHEN t.status = 'PROCESSING' THEN t.status ELSE 'CANCELED' END,
+        completed_at = CASE WHEN t.status = 'PROCESSING' THEN t.completed_at ELSE now() END,
+        cancel_requested_at = CASE WHEN t.status = 'PROCESSING' THEN coalesce(t.cancel_requested_at, now())
+                                   ELSE t.cancel_requested_at END,
+        updated_at = now()
+    FROM planned p
+    WHERE p.overlap = 'cancel_other' AND p.busy AND cardinality(p.ticks) > 0
+      AND t.id = p.current_run_id AND t.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
+    RETURNING CASE WHEN t.status = 'PROCESSING' THEN pg_notify('rota_cancel', t.id::text) END
 ), inserted AS (
     INSERT INTO rota.tasks AS t (id, queue, kind, payload, priority, scheduled_for,
                                  max_attempts, idempotency_key, timeout_seconds)
-    SELECT (lpad(to_hex(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
-            || '7' || lpad(to_hex((seq >> 12) & 4095), 3, '0')
-            || '8' || lpad(to_hex(seq & 4095), 3, '0')
-            || right(replace(gen_random_uuid()::text, '-', ''), 12))::uuid,
-           task_queue, task_kind, task_payload, 0, tick, task_max_attempts, key, 0
+    SELECT run_id, task_queue, task_kind, task_payload, 0,
+           CASE WHEN held THEN '9999-12-31 00:00:00+00'::timestamptz ELSE tick END,
+           task_max_attempts, key, 0
     FROM runs
     ORDER BY key -- concurrent inserts meet existing keys in one order
     ON CONFLICT (idempotency_key)
         WHERE idempotency_key IS NOT NULL AND status NOT IN ('DEAD', 'FAILED', 'CANCELED')
         DO NOTHING
     RETURNING t.*
+), latest AS (
+    -- From what was inserted: a tick whose run existed changes neither.
+    SELECT split_part(i.idempotency_key, ':', 2) AS name,
+           (array_agg(i.id ORDER BY i.scheduled_for DESC)
+                FILTER (WHERE i.scheduled_for <> '9999-12-31 00:00:00+00'))[1] AS current_id,
+           (array_agg(i.id) FILTER (WHERE i.scheduled_for = '9999-12-31 00:00:00+00'))[1] AS waiting_id
+    FROM inserted i
+    GROUP BY 1
+), advanced AS (
+    UPDATE rota.schedules s
+    SET next_run_at      = p.new_next_run_at,
+        last_run_at      = coalesce(p.ticks[cardinality(p.ticks)], s.last_run_at),
+        last_enqueued_at = CASE WHEN cardinality(p.ticks) > 0 THEN now() ELSE s.last_enqueued_at END,
+        current_run_id   = coalesce(l.current_id, s.current_run_id),
+        waiting_run_id   = coalesce(l.waiting_id, s.waiting_run_id),
+        skipped_ticks    = s.skipped_ticks + p.skipped,
+        last_skipped_at  = CASE WHEN p.skipped > 0 THEN now() ELSE s.last_skipped_at END,
+        updated_at       = now()
+    FROM planned p LEFT JOIN latest l ON l.name = p.name
+    WHERE s.id = p.id
 )
 SELECT p.name, p.skipped, p.new_next_run_at, i.id IS NOT NULL AS has_run,
        i.id, coalesce(i.queue, ''), coalesce(i.kind, ''), coalesce(i.payload, '{}'),

@@ -1,0 +1,67 @@
+-- Schedule overlap (DESIGN.md section 11): what a tick does while the schedule's
+-- previous run has not finished. allow (the default, as before), skip, buffer_one,
+-- cancel_other; store.Overlap documents the rule, queries/schedule_claim.sql applies it.
+--
+-- A schedule knows its current run (the newest run a claim started, until it finishes)
+-- and, under buffer_one, the run waiting for it. A waiting run is a PENDING task held
+-- at scheduled_for = 9999-12-31 (store.HeldRunAt: never due). The trigger below clears
+-- the current run in the transaction that finishes it and makes the waiting run due in
+-- the same transaction: no process has to notice (docs/architecture.md, "Schedule
+-- overlap"). Run, not task: a schedule of kind flow will track its flow the same way.
+ALTER TABLE rota.schedules
+    ADD COLUMN overlap         text        NOT NULL DEFAULT 'allow',
+    ADD COLUMN current_run_id  uuid,
+    ADD COLUMN waiting_run_id  uuid,
+    -- Ticks that got no run (catch-up or overlap), and when a claim last skipped one.
+    ADD COLUMN skipped_ticks   bigint      NOT NULL DEFAULT 0,
+    ADD COLUMN last_skipped_at timestamptz,
+    ADD CONSTRAINT schedules_overlap_known CHECK (overlap IN ('allow', 'skip', 'buffer_one', 'cancel_other'));
+
+-- A schedule's run ended (SUCCEEDED, DEAD, FAILED, CANCELED), however it ended: a
+-- worker's outcome, the HTTP protocol, the reaper, a cancel. If it was the schedule's
+-- current run, the waiting run (if any) becomes current and due now, and workers are
+-- woken as by an insert; if it was the waiting run (canceled while held), nothing waits
+-- any more. Runs are found by their key, schedule:<name>:..., through the unique index
+-- on name. The UPDATE takes the schedule's row lock, so it serializes with a claim of
+-- that schedule: whichever commits second sees the other's write (the claim locks the
+-- row FOR UPDATE and reads current_run_id from it; this UPDATE re-reads the row a
+-- concurrent claim changed). A claim never waits for a task's lock (cancel_other locks
+-- the run SKIP LOCKED), so the two cannot deadlock.
+CREATE FUNCTION rota.schedule_run_ended() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    released uuid;
+    q        text;
+BEGIN
+    UPDATE rota.schedules
+    SET current_run_id = waiting_run_id, waiting_run_id = NULL
+    WHERE name = split_part(NEW.idempotency_key, ':', 2) AND current_run_id = NEW.id
+    RETURNING current_run_id INTO released;
+    IF FOUND THEN
+        IF released IS NOT NULL THEN
+            UPDATE rota.tasks
+            SET scheduled_for = now(), updated_at = now()
+            WHERE id = released AND status = 'PENDING' AND scheduled_for = '9999-12-31 00:00:00+00'
+            RETURNING queue INTO q;
+            IF FOUND THEN
+                PERFORM pg_notify('rota_tasks', q);
+            END IF;
+        END IF;
+    ELSE
+        UPDATE rota.schedules
+        SET waiting_run_id = NULL
+        WHERE name = split_part(NEW.idempotency_key, ':', 2) AND waiting_run_id = NEW.id;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- Only a schedule run's move from a live to a final status fires it: for every other
+-- task the WHEN condition is all it costs.
+CREATE TRIGGER tasks_schedule_run_ended
+    AFTER UPDATE ON rota.tasks
+    FOR EACH ROW
+    WHEN (OLD.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
+          AND NEW.status IN ('SUCCEEDED', 'DEAD', 'FAILED', 'CANCELED')
+          AND NEW.idempotency_key LIKE 'schedule:%')
+    EXECUTE FUNCTION rota.schedule_run_ended();
