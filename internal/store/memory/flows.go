@@ -52,6 +52,12 @@ func (s *Store) CreateFlow(ctx context.Context, params store.FlowParams) (store.
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.createFlow(p)
+}
+
+// createFlow is CreateFlow with p normalized and s.mu held (a schedule's claim starts
+// its flows under the same lock as its other writes).
+func (s *Store) createFlow(p store.FlowParams) (store.FlowCreateResult, error) {
 	if p.IdempotencyKey != "" {
 		if fe := s.flowKeys[p.IdempotencyKey]; fe != nil {
 			return store.FlowCreateResult{Flow: s.flowView(fe), Existing: true}, nil

@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Concurrency", concurrencyTests},
 		{"Schedules", scheduleTests},
 		{"ScheduleOverlap", overlapTests},
+		{"ScheduleFlows", scheduleFlowTests},
 		{"Insights", insightsTests},
 		{"Workers", workerTests},
 		{"Flows", flowTests},

@@ -20,7 +20,10 @@
 --             not busy, the first held when busy and none waits, else none. held_from is
 --             the ordinal of the first held run (past the end: none). The others are
 --             skipped, and counted;
---   runs:     one row per run with its id and whether it is held (buffer_one);
+--   runs:     one row per run with its id and whether it is held (buffer_one); kind
+--             task only: a kind flow schedule's planned ticks come back in flow_ticks,
+--             and the adapter starts their flows in this statement's transaction
+--             (schedules.go, migration 0021), then names the newest its current run;
 --   canceled: cancel_other: the previous run, as CancelTask does (PENDING or ENQUEUED ->
 --             CANCELED, PROCESSING gets cancel_requested_at and a rota_cancel
 --             notification);
@@ -47,8 +50,8 @@
 -- One row per claimed schedule and run (has_run = false, placeholder task columns, for a
 -- schedule that enqueued nothing), by schedule name and tick.
 WITH due AS MATERIALIZED (
-    SELECT id, name, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id, waiting_run_id,
-           task_kind, task_queue, task_payload, task_max_attempts
+    SELECT id, name, kind, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id, waiting_run_id,
+           task_kind, task_queue, task_payload, task_max_attempts, flow_template
     FROM rota.schedules
     WHERE enabled AND next_run_at <= now()
     ORDER BY next_run_at
@@ -59,6 +62,8 @@ WITH due AS MATERIALIZED (
     -- EXISTS here may be planned as a hashed subplan, a scan of every task.
     SELECT d.*,
            CASE WHEN d.overlap = 'allow' OR d.current_run_id IS NULL THEN false
+                WHEN d.kind = 'flow' THEN coalesce((SELECT f.status = 'RUNNING'
+                               FROM rota.flows f WHERE f.id = d.current_run_id), false)
                 ELSE coalesce((SELECT c.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
                                FROM rota.tasks c WHERE c.id = d.current_run_id), false) END AS busy,
            CASE WHEN d.overlap = 'allow' OR d.waiting_run_id IS NULL THEN false
@@ -95,6 +100,7 @@ WITH due AS MATERIALIZED (
             || '8' || lpad(to_hex((row_number() OVER w) & 4095), 3, '0')
             || right(replace(gen_random_uuid()::text, '-', ''), 12))::uuid AS run_id
     FROM planned p, unnest(p.ticks) WITH ORDINALITY AS r (tick, ord)
+    WHERE p.kind = 'task'
     WINDOW w AS (ORDER BY p.name, r.ord)
 ), canceled AS (
     UPDATE rota.tasks t
@@ -104,7 +110,7 @@ WITH due AS MATERIALIZED (
                                    ELSE t.cancel_requested_at END,
         updated_at = now()
     FROM planned p
-    WHERE p.overlap = 'cancel_other' AND p.busy AND cardinality(p.ticks) > 0
+    WHERE p.overlap = 'cancel_other' AND p.busy AND cardinality(p.ticks) > 0 AND p.kind = 'task'
       AND t.id = p.current_run_id AND t.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
     RETURNING CASE WHEN t.status = 'PROCESSING' THEN pg_notify('rota_cancel', t.id::text) END
 ), inserted AS (
@@ -141,6 +147,7 @@ WITH due AS MATERIALIZED (
     WHERE s.id = p.id
 )
 SELECT p.name, p.skipped, p.new_next_run_at, i.id IS NOT NULL AS has_run,
+       CASE WHEN p.kind = 'flow' THEN p.ticks END AS flow_ticks, p.flow_template,
        i.id, coalesce(i.queue, ''), coalesce(i.kind, ''), coalesce(i.payload, '{}'),
        coalesce(i.status, ''), coalesce(i.priority, 0), coalesce(i.scheduled_for, now()),
        coalesce(i.attempt_count, 0), coalesce(i.max_attempts, 0), i.idempotency_key,
