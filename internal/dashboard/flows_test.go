@@ -204,3 +204,25 @@ func TestFlowGraphLayout(t *testing.T) {
 		t.Fatalf("%d edges, width %d", len(g.Edges), g.Width)
 	}
 }
+
+// TestFlowSchedulePage: a schedule of kind flow shows its flow (linked to the flow list)
+// instead of a task template, and Trigger now starts a flow.
+func TestFlowSchedulePage(t *testing.T) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
+		_, err := st.CreateSchedule(ctx(t), store.ScheduleParams{Name: "nightly", Kind: store.ScheduleKindFlow, CronSpec: "@daily",
+			Flow: &store.FlowParams{Name: "etl", Queue: "etl", Steps: []store.StepParams{{Name: "extract", Kind: "extract"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newBrowser(t, newDashboard(t, Config{Store: st}))
+		p := b.get("/schedules/nightly").want(t, http.StatusOK)
+		p.contains(t, `<a href="/flows?name=etl">etl</a> (1 steps)`, `id="schedule-flow-runs"`).lacks(t, "Task kind")
+		_, shown := b.submit("/schedules/nightly", "/schedules/nightly/trigger", nil)
+		shown.wantFlash(t, "ok", "flow")
+		flows, _, err := st.ListFlows(ctx(t), store.FlowListParams{Name: "etl"})
+		if err != nil || len(flows) != 1 || !strings.HasPrefix(flows[0].IdempotencyKey, "schedule:nightly:trigger:") {
+			t.Fatalf("flows after trigger: %v %+v", err, flows)
+		}
+		b.get("/schedules").want(t, http.StatusOK).contains(t, "flow <span class=\"muted\">on</span> etl")
+	})
+}
