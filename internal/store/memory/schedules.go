@@ -457,8 +457,7 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 	type plan struct {
 		row      *schedule
 		ticks    []time.Time
-		heldFrom int  // index of the first held run in ticks
-		busy     bool // the current run is unfinished
+		heldFrom int // index of the first held run in ticks
 		claim    store.ScheduleClaim
 	}
 	plans := make([]plan, len(due))
@@ -473,7 +472,7 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 		runTicks, heldFrom := overlapTicks(ticks, row.sc.Overlap, busy, waiting)
 		skipped += len(ticks) - len(runTicks)
 		ticks = runTicks
-		plans[i] = plan{row: row, ticks: ticks, heldFrom: heldFrom, busy: busy,
+		plans[i] = plan{row: row, ticks: ticks, heldFrom: heldFrom,
 			claim: store.ScheduleClaim{Name: row.sc.Name, SkippedTicks: skipped, NextRunAt: next}}
 		if len(ticks) > 0 && row.sc.Kind == store.ScheduleKindFlow {
 			p := *store.CloneFlowParams(row.sc.Flow)
@@ -519,9 +518,9 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 			}
 			p.claim.Runs = append(p.claim.Runs, task)
 		}
-		if sc.Overlap == store.OverlapCancelOther && p.busy && len(p.ticks) > 0 {
-			// After the new run became current, as the SQL's trigger fires after the
-			// statement: the canceled run is no longer the current one.
+		if sc.Overlap == store.OverlapCancelOther && previous != nil && *sc.CurrentRunID != *previous && s.liveRun(previous) {
+			// The trigger schedules_cancel_replaced: a new current run cancels the one it
+			// replaced (after the replacement, so the canceled run is no longer current).
 			s.cancel(s.runEntry(previous), now)
 		}
 		if p.claim.SkippedTicks > 0 {

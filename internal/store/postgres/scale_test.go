@@ -178,10 +178,15 @@ func loadScale(t testing.TB, pool *pgxpool.Pool, n int64, logf func(string, ...a
 	run("attempts", scaleLoadAttempts)
 	run("dead letters", scaleLoadDeadLetters)
 	run("origin role", `SET session_replication_role = origin`)
-	// A few schedules, due now, so the schedule claim has work.
+	// A few schedules, due now, so the schedule claim has work; of every overlap policy,
+	// with a current run (running for skip and buffer_one, finished for cancel_other) so
+	// that the claim looks runs up.
 	for i := range 10 {
-		run("schedule", `INSERT INTO rota.schedules (name, cron_spec, task_kind, task_queue, next_run_at)
-			VALUES ($1, '* * * * *', 'noop', 'q1', now() - interval '30 seconds')`, fmt.Sprintf("scale-%d", i))
+		overlap := []string{"allow", "skip", "buffer_one", "cancel_other"}[i%4]
+		run("schedule", `INSERT INTO rota.schedules (name, cron_spec, task_kind, task_queue, next_run_at, overlap, current_run_id)
+			VALUES ($1, '* * * * *', 'noop', 'q1', now() - interval '30 seconds', $2::text,
+			        (SELECT id FROM rota.tasks WHERE status = CASE WHEN $2::text = 'cancel_other' THEN 'SUCCEEDED' ELSE 'PROCESSING' END
+			         LIMIT 1))`, fmt.Sprintf("scale-%d", i), overlap)
 	}
 	run("vacuum analyze tasks", `VACUUM ANALYZE rota.tasks`)
 	run("vacuum analyze attempts", `VACUUM ANALYZE rota.task_attempts`)

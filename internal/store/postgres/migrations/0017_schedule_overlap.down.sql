@@ -1,3 +1,5 @@
+DROP TRIGGER schedules_cancel_replaced ON rota.schedules;
+DROP FUNCTION rota.schedule_cancel_replaced();
 DROP TRIGGER tasks_schedule_run_ended ON rota.tasks;
 DROP FUNCTION rota.schedule_run_ended();
 -- Held runs would never become due without the trigger: they run now.

@@ -65,3 +65,35 @@ CREATE TRIGGER tasks_schedule_run_ended
           AND NEW.status IN ('SUCCEEDED', 'DEAD', 'FAILED', 'CANCELED')
           AND NEW.idempotency_key LIKE 'schedule:%')
     EXECUTE FUNCTION rota.schedule_run_ended();
+
+-- cancel_other: a claim that replaces the schedule's current run cancels it, as
+-- CancelTask does: PENDING or ENQUEUED at once, PROCESSING by a cancel request and a
+-- rota_cancel notification to its worker. The claim has locked that run (FOR UPDATE SKIP
+-- LOCKED, or it leaves the schedule for later), so this never waits for its lock. A run
+-- that already ended (the run-ended trigger promoting a waiting run) is left alone.
+CREATE FUNCTION rota.schedule_cancel_replaced() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    st text;
+BEGIN
+    UPDATE rota.tasks
+    SET status = CASE WHEN status = 'PROCESSING' THEN status ELSE 'CANCELED' END,
+        completed_at = CASE WHEN status = 'PROCESSING' THEN completed_at ELSE now() END,
+        cancel_requested_at = CASE WHEN status = 'PROCESSING' THEN coalesce(cancel_requested_at, now())
+                                   ELSE cancel_requested_at END,
+        updated_at = now()
+    WHERE id = OLD.current_run_id AND status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
+    RETURNING status INTO st;
+    IF st = 'PROCESSING' THEN
+        PERFORM pg_notify('rota_cancel', OLD.current_run_id::text);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER schedules_cancel_replaced
+    AFTER UPDATE OF current_run_id ON rota.schedules
+    FOR EACH ROW
+    WHEN (NEW.overlap = 'cancel_other' AND OLD.current_run_id IS NOT NULL
+          AND NEW.current_run_id IS NOT NULL AND OLD.current_run_id <> NEW.current_run_id)
+    EXECUTE FUNCTION rota.schedule_cancel_replaced();
