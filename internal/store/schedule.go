@@ -314,9 +314,6 @@ func (p *ScheduleParams) Normalize() error {
 // normalizeFlow checks a kind flow schedule: a valid flow template, no task, an overlap
 // kind flow supports; Task becomes the placeholder the store's columns need.
 func (p *ScheduleParams) normalizeFlow() error {
-	if p.Task.Kind != "" || p.Task.Queue != "" || len(p.Task.Payload) > 0 || p.Task.MaxAttempts != 0 {
-		return fmt.Errorf("%w: a schedule of kind flow has a flow, not a task", ErrInvalid)
-	}
 	if err := checkFlowOverlap(p.Overlap); err != nil {
 		return err
 	}
@@ -324,7 +321,14 @@ func (p *ScheduleParams) normalizeFlow() error {
 	if err != nil {
 		return err
 	}
-	p.Flow, p.Task = flow, FlowPlaceholderTask(flow)
+	// Empty, or the placeholder of a Normalize before: normalizing twice is harmless.
+	placeholder := FlowPlaceholderTask(flow)
+	if t := p.Task; !(t.Kind == "" && t.Queue == "" && len(t.Payload) == 0 && t.MaxAttempts == 0) &&
+		!(t.Kind == placeholder.Kind && t.Queue == placeholder.Queue && string(t.Payload) == string(placeholder.Payload) &&
+			t.MaxAttempts == placeholder.MaxAttempts) {
+		return fmt.Errorf("%w: a schedule of kind flow has a flow, not a task", ErrInvalid)
+	}
+	p.Flow, p.Task = flow, placeholder
 	return nil
 }
 
