@@ -42,6 +42,10 @@ func TestScheduleFlowCommands(t *testing.T) {
 	if !strings.Contains(out, `"name":"extract"`) || strings.Contains(out, "task.kind") {
 		t.Fatalf("get:\n%s", out)
 	}
+	a.ok(t, "schedules", "create", "plain", "--cron", "@daily", "--kind", "noop")
+	if out := a.ok(t, "schedules", "get", "plain"); strings.Contains(out, "flow:") || !strings.Contains(out, "task.kind") {
+		t.Fatalf("get of a task schedule:\n%s", out)
+	}
 	if out := a.ok(t, "schedules", "list"); !strings.Contains(out, "flow") || !strings.Contains(out, "etl") {
 		t.Fatalf("list:\n%s", out)
 	}

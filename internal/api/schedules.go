@@ -36,8 +36,8 @@ type scheduleJSON struct {
 	Kind           string            `json:"kind"`
 	CronSpec       string            `json:"cron_spec"`
 	Timezone       string            `json:"timezone"`
-	Task           *scheduleTaskJSON `json:"task"`           // null for kind flow
-	Flow           *store.FlowBody   `json:"flow,omitempty"` // kind flow only
+	Task           *scheduleTaskJSON `json:"task"` // null for kind flow
+	Flow           *store.FlowBody   `json:"flow"` // null for kind task
 	Enabled        bool              `json:"enabled"`
 	CatchUp        store.CatchUp     `json:"catch_up"`
 	Overlap        store.Overlap     `json:"overlap"`

@@ -472,8 +472,8 @@ func TestScheduleSchemaMatchesAnswer(t *testing.T) {
 	}
 	// The request schemas list what the decoder takes.
 	for schema, want := range map[string][]string{
-		"CreateSchedule":       {"catch_up", "cron_spec", "enabled", "kind", "name", "overlap", "task", "timezone"},
-		"UpdateSchedule":       {"catch_up", "cron_spec", "enabled", "overlap", "task", "timezone"},
+		"CreateSchedule":       {"catch_up", "cron_spec", "enabled", "flow", "kind", "name", "overlap", "task", "timezone"},
+		"UpdateSchedule":       {"catch_up", "cron_spec", "enabled", "flow", "overlap", "task", "timezone"},
 		"ScheduleTaskTemplate": {"kind", "max_attempts", "payload", "queue"},
 		"Reschedule":           {"next_run_at"},
 	} {

@@ -43,6 +43,9 @@ func (s *Schedule) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Schedule(p)
+	if string(s.Flow) == "null" { // a kind task schedule
+		s.Flow = nil
+	}
 	s.raw = append(json.RawMessage(nil), b...)
 	return nil
 }
