@@ -188,6 +188,15 @@ func loadScale(t testing.TB, pool *pgxpool.Pool, n int64, logf func(string, ...a
 			        (SELECT id FROM rota.tasks WHERE status = CASE WHEN $2::text = 'cancel_other' THEN 'SUCCEEDED' ELSE 'PROCESSING' END
 			         LIMIT 1))`, fmt.Sprintf("scale-%d", i), overlap)
 	}
+	// Two schedules of kind flow (migration 0021): allow starts a flow in the claim's
+	// transaction; skip finds its current flow RUNNING (the claim's rota.flows probe).
+	for i, overlap := range []string{"allow", "skip"} {
+		run("flow schedule", `INSERT INTO rota.schedules (name, kind, cron_spec, task_kind, task_queue, next_run_at, overlap,
+			                            flow_template, current_run_id)
+			VALUES ($1, 'flow', '* * * * *', 'flow', 'q1', now() - interval '30 seconds', $2::text,
+			        '{"queue": "q1", "steps": [{"name": "a", "kind": "noop", "queue": "q1", "payload": {}, "max_attempts": 3}]}',
+			        (SELECT id FROM rota.flows WHERE status = 'RUNNING' LIMIT 1))`, fmt.Sprintf("scale-flow-%d", i), overlap)
+	}
 	run("vacuum analyze tasks", `VACUUM ANALYZE rota.tasks`)
 	run("vacuum analyze attempts", `VACUUM ANALYZE rota.task_attempts`)
 	run("vacuum analyze dead letters", `VACUUM ANALYZE rota.dead_letters`)
