@@ -309,13 +309,13 @@ LANGUAGE plpgsql AS $$
 DECLARE
     done_flows   uuid[];
     done_names   text[];
-    ready_flows  uuid[];
-    ready_names  text[];
     other_flows  uuid[];
     other_names  text[];
     one          record;
 BEGIN
-    -- The steps count their succeeded tasks; those that reach 0 are done.
+    -- The steps count their succeeded tasks; those that reach 0 succeed, with their
+    -- output (fan-in in element order), in the same update. A fan-in over 128 tasks is
+    -- left for flow_step_done (guarded).
     WITH counted AS (
         SELECT t.flow_id, t.flow_step, count(*)::integer AS n
         FROM rota.tasks t
@@ -323,16 +323,29 @@ BEGIN
         GROUP BY 1, 2
     ), counted_down AS (
         UPDATE rota.flow_steps s
-        SET tasks_left = s.tasks_left - c.n
+        SET tasks_left = s.tasks_left - c.n,
+            state = CASE WHEN s.tasks_left = c.n AND coalesce(s.task_count, 0) <= 128 THEN 'SUCCEEDED'
+                         ELSE s.state END,
+            error = CASE WHEN s.tasks_left = c.n AND coalesce(s.task_count, 0) <= 128 THEN NULL
+                         ELSE s.error END,
+            output = CASE
+                         WHEN s.tasks_left <> c.n OR coalesce(s.task_count, 0) > 128 THEN s.output
+                         WHEN s.for_each IS NULL THEN
+                             (SELECT t.output FROM rota.tasks t
+                              WHERE t.flow_id = s.flow_id AND t.flow_step = s.name AND t.flow_index = 0)
+                         ELSE coalesce((SELECT jsonb_agg(coalesce(t.output, 'null'::jsonb) ORDER BY t.flow_index)
+                                        FROM rota.tasks t
+                                        WHERE t.flow_id = s.flow_id AND t.flow_step = s.name), '[]'::jsonb)
+                     END
         FROM counted c, rota.flows f
         WHERE s.flow_id = c.flow_id AND s.name = c.flow_step AND s.state = 'STARTED'
           AND f.id = c.flow_id AND f.status = 'RUNNING'
-        RETURNING s.flow_id, s.name, s.tasks_left, s.task_count
+        RETURNING s.flow_id, s.name, s.tasks_left, s.state
     )
-    SELECT array_agg(flow_id ORDER BY flow_id, name) FILTER (WHERE coalesce(task_count, 0) <= 128),
-           array_agg(name ORDER BY flow_id, name) FILTER (WHERE coalesce(task_count, 0) <= 128),
-           array_agg(flow_id ORDER BY flow_id, name) FILTER (WHERE task_count > 128),
-           array_agg(name ORDER BY flow_id, name) FILTER (WHERE task_count > 128)
+    SELECT array_agg(flow_id ORDER BY flow_id, name) FILTER (WHERE state = 'SUCCEEDED'),
+           array_agg(name ORDER BY flow_id, name) FILTER (WHERE state = 'SUCCEEDED'),
+           array_agg(flow_id ORDER BY flow_id, name) FILTER (WHERE state = 'STARTED'),
+           array_agg(name ORDER BY flow_id, name) FILTER (WHERE state = 'STARTED')
     INTO done_flows, done_names, other_flows, other_names
     FROM counted_down
     WHERE tasks_left = 0;
@@ -347,28 +360,6 @@ BEGIN
         RETURN;
     END IF;
 
-    -- The done steps succeed with their output (fan-in in element order).
-    WITH marked AS (
-        UPDATE rota.flow_steps s
-        SET state = 'SUCCEEDED',
-            error = NULL,
-            output = CASE
-                         WHEN s.for_each IS NULL THEN
-                             (SELECT t.output FROM rota.tasks t
-                              WHERE t.flow_id = s.flow_id AND t.flow_step = s.name AND t.flow_index = 0)
-                         ELSE coalesce((SELECT jsonb_agg(coalesce(t.output, 'null'::jsonb) ORDER BY t.flow_index)
-                                        FROM rota.tasks t
-                                        WHERE t.flow_id = s.flow_id AND t.flow_step = s.name), '[]'::jsonb)
-                     END
-        FROM unnest(done_flows, done_names) AS d (flow_id, name)
-        WHERE s.flow_id = d.flow_id AND s.name = d.name AND s.state = 'STARTED'
-        RETURNING s.flow_id, s.name
-    )
-    SELECT array_agg(flow_id), array_agg(name) INTO done_flows, done_names FROM marked;
-    IF done_flows IS NULL THEN
-        RETURN;
-    END IF;
-
     -- Their flows count them: a flow whose last steps they were has succeeded.
     UPDATE rota.flows f
     SET steps_left = f.steps_left - c.n,
@@ -378,42 +369,27 @@ BEGIN
     FROM (SELECT flow_id, count(*)::integer AS n FROM unnest(done_flows) AS x (flow_id) GROUP BY 1) c
     WHERE f.id = c.flow_id;
 
-    -- The steps waiting for them count them; those with no dependency left are ready:
-    -- a single-task step with inputs of at most 1 MiB starts below, with the others;
-    -- the rest start one at a time (flow_activate).
+    -- The steps waiting for them count them. Those with no dependency left start: a
+    -- single-task step whose inputs are at most 1 MiB in the same update, its task
+    -- inserted by the same statement; the others one at a time (flow_activate).
     WITH counted AS (
-        SELECT w.flow_id, w.name, count(*)::integer AS n
+        SELECT w.flow_id, w.name, count(*)::integer AS n,
+               w.for_each IS NULL
+               AND coalesce((SELECT sum(pg_column_size(d.output)) FROM rota.flow_steps d
+                             WHERE d.flow_id = w.flow_id AND d.name = ANY (w.depends_on)), 0) <= 1048576 AS simple
         FROM unnest(done_flows, done_names) AS d (flow_id, name)
         JOIN rota.flow_steps w ON w.flow_id = d.flow_id AND w.state = 'WAITING' AND d.name = ANY (w.depends_on)
         GROUP BY 1, 2
     ), counted_down AS (
         UPDATE rota.flow_steps w
-        SET deps_left = w.deps_left - c.n
+        SET deps_left = w.deps_left - c.n,
+            state = CASE WHEN w.deps_left = c.n AND c.simple THEN 'STARTED' ELSE w.state END,
+            tasks_left = CASE WHEN w.deps_left = c.n AND c.simple THEN 1 ELSE w.tasks_left END,
+            task_count = CASE WHEN w.deps_left = c.n AND c.simple THEN 1 ELSE w.task_count END
         FROM counted c
         WHERE w.flow_id = c.flow_id AND w.name = c.name
-        RETURNING w.flow_id, w.name, w.position, w.deps_left, w.for_each, w.depends_on
-    ), ready AS (
-        SELECT r.flow_id, r.name, r.position,
-               r.for_each IS NULL
-               AND coalesce((SELECT sum(pg_column_size(d.output)) FROM rota.flow_steps d
-                             WHERE d.flow_id = r.flow_id AND d.name = ANY (r.depends_on)), 0) <= 1048576 AS simple
-        FROM counted_down r
-        WHERE r.deps_left = 0
-    )
-    SELECT array_agg(flow_id) FILTER (WHERE simple), array_agg(name) FILTER (WHERE simple),
-           array_agg(flow_id ORDER BY flow_id, position) FILTER (WHERE NOT simple),
-           array_agg(name ORDER BY flow_id, position) FILTER (WHERE NOT simple)
-    INTO ready_flows, ready_names, other_flows, other_names
-    FROM ready;
-
-    IF ready_flows IS NOT NULL THEN
-        WITH started AS (
-            UPDATE rota.flow_steps s
-            SET state = 'STARTED', tasks_left = 1, task_count = 1
-            FROM unnest(ready_flows, ready_names) AS r (flow_id, name)
-            WHERE s.flow_id = r.flow_id AND s.name = r.name AND s.state = 'WAITING'
-            RETURNING s.*
-        )
+        RETURNING w.*
+    ), inserted AS (
         INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
                                 flow_id, flow_step, flow_index, flow_inputs)
         SELECT rota.new_task_id(row_number() OVER ()), st.queue, st.kind, st.payload, st.priority,
@@ -421,8 +397,13 @@ BEGIN
                (SELECT coalesce(jsonb_object_agg(d.name, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
                 FROM rota.flow_steps d
                 WHERE d.flow_id = st.flow_id AND d.name = ANY (st.depends_on))
-        FROM started st;
-    END IF;
+        FROM counted_down st
+        WHERE st.state = 'STARTED'
+    )
+    SELECT array_agg(flow_id ORDER BY flow_id, position), array_agg(name ORDER BY flow_id, position)
+    INTO other_flows, other_names
+    FROM counted_down
+    WHERE deps_left = 0 AND state = 'WAITING';
     FOR one IN SELECT * FROM unnest(other_flows, other_names) AS o (flow_id, name) LOOP
         IF (SELECT status FROM rota.flows WHERE id = one.flow_id) = 'RUNNING' THEN
             PERFORM rota.flow_activate(one.flow_id, one.name);
