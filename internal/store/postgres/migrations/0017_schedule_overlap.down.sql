@@ -1,3 +1,5 @@
+DROP FUNCTION rota.schedule_lock_run(uuid);
+DROP FUNCTION rota.schedule_run_status(uuid);
 DROP TRIGGER schedules_cancel_replaced ON rota.schedules;
 DROP FUNCTION rota.schedule_cancel_replaced();
 DROP TRIGGER tasks_schedule_run_ended ON rota.tasks;

@@ -97,3 +97,21 @@ CREATE TRIGGER schedules_cancel_replaced
     WHEN (NEW.overlap = 'cancel_other' AND OLD.current_run_id IS NOT NULL
           AND NEW.current_run_id IS NOT NULL AND OLD.current_run_id <> NEW.current_run_id)
     EXECUTE FUNCTION rota.schedule_cancel_replaced();
+
+-- The claim's two looks at a run (queries/schedule_claim.sql), as functions so that the
+-- claim statement does not name rota.tasks outside its INSERT: its status (NULL when no
+-- task has the id), and cancel_other's lock of the run it replaces, which never waits.
+CREATE FUNCTION rota.schedule_run_status(run uuid) RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT status FROM rota.tasks WHERE id = run);
+END
+$$;
+
+CREATE FUNCTION rota.schedule_lock_run(run uuid) RETURNS boolean
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM FROM rota.tasks WHERE id = run FOR UPDATE SKIP LOCKED;
+    RETURN FOUND;
+END
+$$;

@@ -1,3 +1,4 @@
+DROP FUNCTION rota.schedule_flow_running(uuid);
 -- Flow schedules cannot run without their template: they go with it.
 DELETE FROM rota.schedules WHERE kind = 'flow';
 ALTER TABLE rota.schedules

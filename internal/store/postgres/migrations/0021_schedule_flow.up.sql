@@ -8,3 +8,14 @@ ALTER TABLE rota.schedules
     ADD COLUMN flow_template jsonb,
     ADD CONSTRAINT schedules_flow_template_iff_flow CHECK ((kind = 'flow') = (flow_template IS NOT NULL)),
     ADD CONSTRAINT schedules_flow_overlap CHECK (kind = 'task' OR overlap IN ('allow', 'skip'));
+
+-- The claim's look at a kind flow schedule's current run: whether its flow is RUNNING
+-- (NULL when no flow has the id). A function, as rota.schedule_run_status is for tasks,
+-- so that the claim statement does not name rota.flows (every relation a statement names
+-- is locked at each execution).
+CREATE FUNCTION rota.schedule_flow_running(run uuid) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT status = 'RUNNING' FROM rota.flows WHERE id = run);
+END
+$$;

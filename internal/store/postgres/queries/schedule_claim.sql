@@ -7,11 +7,6 @@
 --             (busy) and a held run waits (waiting); a current_run_id naming no live task
 --             counts as finished (the trigger of migration 0017 clears it; this is the
 --             belt to its braces);
---   locked:   cancel_other: the busy current run, locked FOR UPDATE SKIP LOCKED. A run
---             another transaction holds (its outcome being written, whose trigger waits
---             for this schedule's row) is not waited for: its schedule is left out of
---             planned, not advanced, still due for the next claim. So a claim never
---             waits for a task lock while holding a schedule's, and cannot deadlock;
 --   planned:  their ticks per catch-up policy (rota.schedule_due_ticks, migration 0004;
 --             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit), then which of
 --             them run per overlap policy (the rule of store.Overlap, in a CASE: a
@@ -19,7 +14,12 @@
 --             busy; cancel_other the last; buffer_one the first and the second held when
 --             not busy, the first held when busy and none waits, else none. held_from is
 --             the ordinal of the first held run (past the end: none). The others are
---             skipped, and counted;
+--             skipped, and counted. cancel_other locks the busy run it will replace
+--             (rota.schedule_lock_run: FOR UPDATE SKIP LOCKED); a run another
+--             transaction holds (its outcome being written, whose trigger waits for this
+--             schedule's row) is not waited for: the schedule is left out, not advanced,
+--             due for the next claim. So a claim never waits for a task's lock while it
+--             holds a schedule's, and cannot deadlock;
 --   runs:     one row per run with its id and whether it is held (buffer_one); kind
 --             task only: a kind flow schedule's planned ticks come back in flow_ticks,
 --             and the adapter starts their flows in this statement's transaction
@@ -37,9 +37,15 @@
 --             Under cancel_other, replacing a current run fires the trigger
 --             schedules_cancel_replaced (migration 0017), which cancels it as CancelTask
 --             does (PENDING or ENQUEUED -> CANCELED, PROCESSING gets cancel_requested_at
---             and a rota_cancel notification), on the row locked above. A trigger, not a
---             CTE here: an UPDATE of rota.tasks in this statement, even of no row, cost
---             every claim about a quarter of its throughput under 50 claimers.
+--             and a rota_cancel notification), on the row planned locked (a trigger, not
+--             a CTE: see below).
+--
+-- rota.tasks is not named here but in the INSERT: the run lookups and the lock of
+-- cancel_other go through PL/pgSQL functions (migration 0017) called only for schedules
+-- that need them. Every relation and lock mode a statement names is locked by every
+-- execution, and with rota.tasks read and locked here too, BenchmarkClaimSchedules (50
+-- claimers, all allow) lost a quarter of its throughput; through the functions it is
+-- within a few percent of the statement before overlap.
 --
 -- Run ids are version-7 UUIDs made here: the 48-bit Unix milliseconds, then a 24-bit
 -- counter in tick order (in rand_a and the top of rand_b) so that one claim's runs sort
@@ -61,23 +67,15 @@ WITH due AS MATERIALIZED (
     LIMIT {{limit}}
     FOR UPDATE SKIP LOCKED
 ), state AS MATERIALIZED (
-    -- Scalar subqueries, one primary-key probe each, and none for allow (CASE): an
-    -- EXISTS here may be planned as a hashed subplan, a scan of every task.
+    -- One primary-key probe per run, none for allow (CASE), through a function: see
+    -- "rota.tasks is not named here" above.
     SELECT d.*,
            CASE WHEN d.overlap = 'allow' OR d.current_run_id IS NULL THEN false
-                WHEN d.kind = 'flow' THEN coalesce((SELECT f.status = 'RUNNING'
-                               FROM rota.flows f WHERE f.id = d.current_run_id), false)
-                ELSE coalesce((SELECT c.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
-                               FROM rota.tasks c WHERE c.id = d.current_run_id), false) END AS busy,
+                WHEN d.kind = 'flow' THEN coalesce(rota.schedule_flow_running(d.current_run_id), false)
+                ELSE coalesce(rota.schedule_run_status(d.current_run_id) IN ('PENDING', 'ENQUEUED', 'PROCESSING'), false) END AS busy,
            CASE WHEN d.overlap = 'allow' OR d.waiting_run_id IS NULL THEN false
-                ELSE coalesce((SELECT w.status = 'PENDING'
-                               FROM rota.tasks w WHERE w.id = d.waiting_run_id), false) END AS waiting
+                ELSE coalesce(rota.schedule_run_status(d.waiting_run_id) = 'PENDING', false) END AS waiting
     FROM due d
-), locked AS MATERIALIZED (
-    SELECT c.id
-    FROM state s JOIN rota.tasks c ON c.id = s.current_run_id
-    WHERE s.overlap = 'cancel_other' AND s.busy
-    FOR UPDATE OF c SKIP LOCKED
 ), planned AS MATERIALIZED (
     SELECT s.*, o.run_ticks AS ticks, o.held_from,
            p.skipped + cardinality(p.ticks) - cardinality(o.run_ticks) AS skipped,
@@ -92,8 +90,8 @@ WITH due AS MATERIALIZED (
                       ELSE p.ticks[1:2] END AS run_ticks,
                   CASE WHEN s.overlap <> 'buffer_one' THEN cardinality(p.ticks) + 1
                        WHEN s.busy THEN 1 ELSE 2 END AS held_from) o
-    WHERE NOT (s.overlap = 'cancel_other' AND s.busy AND cardinality(p.ticks) > 0
-               AND s.current_run_id NOT IN (SELECT id FROM locked))
+    WHERE CASE WHEN s.overlap = 'cancel_other' AND s.busy AND cardinality(p.ticks) > 0
+               THEN rota.schedule_lock_run(s.current_run_id) ELSE true END
 ), runs AS MATERIALIZED (
     SELECT p.task_kind, p.task_queue, p.task_payload, p.task_max_attempts, r.tick,
            r.ord >= p.held_from AS held,
