@@ -45,6 +45,21 @@ const (
 	OverlapCancelOther = store.OverlapCancelOther // cancel the running one and start the new run
 )
 
+// Schedule kinds (ScheduleParams.Kind): a task per tick (the default) or a flow per tick.
+const (
+	ScheduleKindTask = store.ScheduleKindTask
+	ScheduleKindFlow = store.ScheduleKindFlow
+)
+
+// ScheduleFlow is the flow a schedule of kind flow starts at each tick
+// (ScheduleParams.Flow, ScheduleUpdate.Flow): a flow's create params without an id or
+// idempotency key (each run's key is schedule:<name>:<unix of the tick>). Overlap
+// allow and skip apply to it; a run is unfinished while its flow is RUNNING.
+type ScheduleFlow = store.FlowParams
+
+// ScheduleFlowStep is one step of a ScheduleFlow.
+type ScheduleFlowStep = store.StepParams
+
 // HeldRunAt is the ScheduledFor of an OverlapBufferOne run while it waits.
 var HeldRunAt = store.HeldRunAt
 
@@ -105,6 +120,17 @@ func (c *Client) TriggerSchedule(ctx context.Context, name string) (*Task, error
 		return nil, fmt.Errorf("trigger schedule %s: %w", name, err)
 	}
 	return t, nil
+}
+
+// TriggerScheduleFlow starts one flow of a kind flow schedule now, without moving the
+// next fire time (TriggerSchedule is for kind task; each refuses the other kind with
+// ErrInvalid).
+func (c *Client) TriggerScheduleFlow(ctx context.Context, name string) (*store.Flow, error) {
+	f, err := c.store.TriggerScheduleFlow(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("trigger schedule %s: %w", name, err)
+	}
+	return f, nil
 }
 
 // ScheduleRuns pages the tasks a schedule created, newest first.

@@ -89,3 +89,34 @@ func TestScheduleOverlapOption(t *testing.T) {
 		}
 	})
 }
+
+// TestScheduleOfKindFlow: the Go API creates a schedule that starts a flow per tick,
+// reads its flow back and triggers one.
+func TestScheduleOfKindFlow(t *testing.T) {
+	eachClient(t, func(t *testing.T, c testClient) {
+		ctx := testContext(t)
+		s, err := c.CreateSchedule(ctx, rota.ScheduleParams{Name: "etl", Kind: rota.ScheduleKindFlow, CronSpec: "@daily",
+			Flow: &rota.ScheduleFlow{Name: "etl", Steps: []rota.ScheduleFlowStep{
+				{Name: "extract", Kind: "extract"},
+				{Name: "load", Kind: "load", DependsOn: []string{"extract"}},
+			}}})
+		if err != nil {
+			t.Fatalf("CreateSchedule: %v", err)
+		}
+		if s.Kind != rota.ScheduleKindFlow || s.Flow == nil || len(s.Flow.Steps) != 2 {
+			t.Fatalf("created: %+v", s)
+		}
+		f, err := c.TriggerScheduleFlow(ctx, "etl")
+		if err != nil || len(f.Steps) != 2 || len(f.Steps[0].TaskIDs) != 1 {
+			t.Fatalf("TriggerScheduleFlow: %+v %v", f, err)
+		}
+		if _, err := c.TriggerSchedule(ctx, "etl"); !errors.Is(err, rota.ErrInvalid) {
+			t.Fatalf("TriggerSchedule of a flow schedule: %v, want ErrInvalid", err)
+		}
+		_, err = c.CreateSchedule(ctx, rota.ScheduleParams{Name: "bad", Kind: rota.ScheduleKindFlow, CronSpec: "@daily",
+			Overlap: rota.OverlapBufferOne, Flow: &rota.ScheduleFlow{Steps: []rota.ScheduleFlowStep{{Name: "a", Kind: "k"}}}})
+		if !errors.Is(err, rota.ErrInvalid) || !strings.Contains(err.Error(), "buffer_one") {
+			t.Fatalf("buffer_one for kind flow: %v", err)
+		}
+	})
+}

@@ -19,6 +19,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
 )
 
 // The pages tools/browser/dashboard.mjs photographs, one PNG each.
@@ -32,6 +35,31 @@ func init() {
 // A paused queue with limits on the Queues page (issue 14).
 func init() {
 	dashboardScreenshots = append(dashboardScreenshots, "queues-limited")
+}
+
+// The Flows list and a flow's graph after its steps turned SUCCEEDED live (issue 13).
+func init() {
+	dashboardScreenshots = append(dashboardScreenshots, "flows", "flow")
+}
+
+// browserFlowQueue is the queue of the flow the browser watches: no `rota worker` serves
+// it, the script itself claims and completes its tasks over the HTTP worker protocol.
+const browserFlowQueue = "browser-flow"
+
+// createBrowserFlow starts extract -> transform (for_each over extract) -> load, the flow
+// whose page the script watches; it has no flow API yet to do it itself.
+func createBrowserFlow(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	res, err := postgres.New(pool).CreateFlow(context.Background(), store.FlowParams{Name: "browser-etl", Queue: browserFlowQueue,
+		Steps: []store.StepParams{
+			{Name: "extract", Kind: "extract"},
+			{Name: "transform", Kind: "transform", DependsOn: []string{"extract"}, ForEach: "extract"},
+			{Name: "load", Kind: "load", DependsOn: []string{"transform"}},
+		}})
+	if err != nil {
+		t.Fatalf("CreateFlow: %v", err)
+	}
+	return res.Flow.ID.String()
 }
 
 // TestDashboardBrowser runs the dashboard's browser scenarios (tools/browser/dashboard.mjs,
@@ -49,6 +77,7 @@ func TestDashboardBrowser(t *testing.T) {
 	dbURL, pool := newDB(t)
 	token := randomToken(t)
 	url := startServer(t, "serve", "serve", "--database-url", dbURL, "--addr", "127.0.0.1:0", "--token", token, "--log-level", "warn")
+	flowID := createBrowserFlow(t, pool)
 	fixture := newDashboardFixture()
 	srv := httptest.NewServer(fixture)
 	defer srv.Close()
@@ -74,7 +103,8 @@ func TestDashboardBrowser(t *testing.T) {
 	node := exec.CommandContext(ctx, "node", "dashboard.mjs")
 	node.Dir = filepath.Join(root, "tools", "browser")
 	node.Env = append(os.Environ(), "ROTA_URL="+url, "ROTA_TOKEN="+token,
-		"ROTA_FIXTURE_URL="+srv.URL, "ROTA_ARTIFACTS_DIR="+artifacts)
+		"ROTA_FIXTURE_URL="+srv.URL, "ROTA_ARTIFACTS_DIR="+artifacts,
+		"ROTA_FLOW_ID="+flowID, "ROTA_FLOW_QUEUE="+browserFlowQueue)
 	// SIGTERM first: playwright then closes Chromium instead of leaving it behind.
 	node.Cancel = func() error { return node.Process.Signal(syscall.SIGTERM) }
 	node.WaitDelay = 15 * time.Second
@@ -193,6 +223,9 @@ func checkDashboardEffects(t *testing.T, pool *pgxpool.Pool) {
 		t.Errorf("%d REPLAYED events on the first fail task, want 2 (its page's replay and the replay of every dead task)", n)
 	}
 	checkBulkReplay(t, pool)
+	if n := count("succeeded flow", `SELECT count(*) FROM rota.flows WHERE name = 'browser-etl' AND status = 'SUCCEEDED'`); n != 1 {
+		t.Errorf("flow browser-etl is not SUCCEEDED after the script worked its steps")
+	}
 	if n := count("enabled schedule", `SELECT count(*) FROM rota.schedules WHERE name = 'dashboard-nightly-report' AND enabled`); n != 1 {
 		t.Errorf("schedule dashboard-nightly-report is not enabled after pause and resume")
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -130,8 +132,16 @@ func runSchedulesList(ctx context.Context, args []string, stdout, stderr io.Writ
 		if !s.Enabled {
 			next = "(paused)"
 		}
+		kind, queue := s.Task.Kind, s.Task.Queue
+		if s.Flow != nil { // a flow per tick: "flow" and the flow's queue
+			var f struct {
+				Queue string `json:"queue"`
+			}
+			_ = json.Unmarshal(s.Flow, &f)
+			kind, queue = "flow", f.Queue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\n", s.Name, s.CronSpec, s.Timezone, next,
-			dash(fmtZoned(s.LastRunAt, s.Timezone)), s.Enabled, s.Task.Kind, s.Task.Queue)
+			dash(fmtZoned(s.LastRunAt, s.Timezone)), s.Enabled, kind, dash(queue))
 	}
 	return tw.Flush()
 }
@@ -140,6 +150,8 @@ func runSchedulesList(ctx context.Context, args []string, stdout, stderr io.Writ
 // only the ones given change.
 type scheduleFlags struct {
 	cron, tz, kind, queue, payload, payloadFile, catchUp, overlap string
+	flowFile                                                      string
+	flow                                                          json.RawMessage // read from flowFile
 	maxAttempts                                                   int
 	enabled, disabled                                             bool
 	set                                                           map[string]bool
@@ -155,6 +167,8 @@ func (f *scheduleFlags) register(fs *flag.FlagSet, update bool) {
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "attempts of each run before it is DEAD (0 = the server's default, "+strconv.Itoa(store.DefaultMaxAttempts)+")")
 	fs.StringVar(&f.catchUp, "catch-up", "", "after downtime: skip (no missed runs), one (one run for all missed ticks; the default) or all")
 	fs.StringVar(&f.overlap, "overlap", "", "while the previous run is unfinished: allow (run anyway; the default), skip (no run), buffer_one (one run waits for it) or cancel_other (cancel it and run)")
+	fs.StringVar(&f.flowFile, "flow-file", "", "a schedule of kind flow: read the flow each tick starts from this file ('-' = standard input), "+
+		"the body of POST /api/flows without idempotency_key; replaces --kind, --queue, --payload and --max-attempts")
 	fs.BoolVar(&f.disabled, "disabled", false, "create or set the schedule paused")
 	if update {
 		fs.BoolVar(&f.enabled, "enabled", false, "set the schedule enabled (like resume)")
@@ -214,7 +228,48 @@ func (f *scheduleFlags) check(fs *flag.FlagSet) error {
 	if f.set["payload"] && !json.Valid([]byte(f.payload)) {
 		return usagef("the payload is not valid JSON: %s", truncate(oneLine(f.payload), 80))
 	}
+	if f.set["flow-file"] {
+		if f.changesTask() {
+			return usagef("--flow-file makes a schedule of kind flow: give it without --kind, --queue, --payload and --max-attempts (the flow's steps name theirs)")
+		}
+		b, err := readFlowFile(f.flowFile)
+		if err != nil {
+			return err
+		}
+		f.flow = b
+	}
 	return nil
+}
+
+// maxFlowFileBytes bounds what --flow-file reads (the server has its own body limit).
+const maxFlowFileBytes = 16 << 20
+
+// readFlowFile reads a flow body (a JSON object) from a file or, for "-", stdin.
+func readFlowFile(name string) (json.RawMessage, error) {
+	if name == "" {
+		return nil, usagef("--flow-file needs a file name ('-' = standard input)")
+	}
+	var (
+		b   []byte
+		err error
+	)
+	if name == "-" {
+		b, err = io.ReadAll(io.LimitReader(os.Stdin, maxFlowFileBytes+1))
+	} else {
+		b, err = os.ReadFile(name)
+	}
+	switch {
+	case err != nil:
+		return nil, usagef("--flow-file: %v", err)
+	case len(b) > maxFlowFileBytes:
+		return nil, usagef("--flow-file %s: larger than %d bytes", name, maxFlowFileBytes)
+	case !json.Valid(b):
+		return nil, usagef("--flow-file %s is not valid JSON", name)
+	}
+	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
+		return nil, usagef(`--flow-file %s: want a JSON object such as {"steps": [{"name": "a", "kind": "extract"}]}`, name)
+	}
+	return b, nil
 }
 
 // applyTask sets the template fields that were given on t.
@@ -239,8 +294,9 @@ func (f *scheduleFlags) changesTask() bool {
 
 func runSchedulesCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("schedules create", stdout)
-	nameUsage(fs, "create <name> --cron SPEC --kind K [--tz ZONE] [--queue Q] [--payload JSON] [--max-attempts N] [--catch-up skip|one|all] [--overlap allow|skip|buffer_one|cancel_other] [--disabled]",
-		"Creates a schedule that enqueues a task of kind K at every tick of SPEC, read in time zone ZONE.")
+	nameUsage(fs, "create <name> --cron SPEC (--kind K [--queue Q] [--payload JSON] [--max-attempts N] | --flow-file FILE) [--tz ZONE] [--catch-up skip|one|all] [--overlap allow|skip|buffer_one|cancel_other] [--disabled]",
+		"Creates a schedule that enqueues a task of kind K at every tick of SPEC, read in time zone ZONE;",
+		"with --flow-file, one that starts the flow in FILE at every tick (a schedule of kind flow: overlap allow or skip).")
 	var cf clientFlags
 	cf.register(fs)
 	var sf scheduleFlags
@@ -255,10 +311,10 @@ func runSchedulesCreate(ctx context.Context, args []string, stdout, stderr io.Wr
 	if !sf.set["cron"] {
 		return usagef("schedules create needs --cron, e.g. --cron \"0 3 * * *\" or --cron @daily")
 	}
-	if !sf.set["kind"] {
-		return usagef("schedules create needs --kind: the task kind each run enqueues, e.g. --kind noop")
+	if !sf.set["kind"] && !sf.set["flow-file"] {
+		return usagef("schedules create needs --kind: the task kind each run enqueues, e.g. --kind noop (or --flow-file for a flow per tick)")
 	}
-	req := apiclient.CreateSchedule{Name: name, CronSpec: sf.cron, Timezone: sf.tz, CatchUp: sf.catchUp, Overlap: sf.overlap}
+	req := apiclient.CreateSchedule{Name: name, CronSpec: sf.cron, Timezone: sf.tz, CatchUp: sf.catchUp, Overlap: sf.overlap, Flow: sf.flow}
 	sf.applyTask(&req.Task)
 	if sf.disabled {
 		req.Enabled = new(false)
@@ -315,8 +371,11 @@ func runSchedulesUpdate(ctx context.Context, args []string, stdout, stderr io.Wr
 		sf.applyTask(&t)
 		req.Task = &t
 	}
-	if req == (apiclient.UpdateSchedule{}) {
-		return usagef("schedules update: nothing to change; give one or more of --cron, --tz, --kind, --queue, --payload, --max-attempts, --catch-up, --overlap, --enabled, --disabled")
+	if sf.set["flow-file"] {
+		req.Flow = sf.flow
+	}
+	if req.CronSpec == nil && req.Timezone == nil && req.Task == nil && req.Flow == nil && req.Enabled == nil && req.CatchUp == nil && req.Overlap == nil {
+		return usagef("schedules update: nothing to change; give one or more of --cron, --tz, --kind, --queue, --payload, --max-attempts, --flow-file, --catch-up, --overlap, --enabled, --disabled")
 	}
 	s, err := c.UpdateSchedule(ctx, name, req)
 	if err != nil {
@@ -350,12 +409,23 @@ func runSchedulesDelete(ctx context.Context, args []string, stdout, stderr io.Wr
 func runSchedulesTrigger(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("schedules trigger", stdout)
 	nameUsage(fs, "trigger <name> [flags]",
-		"Enqueues one run now, also when the schedule is paused, and prints the task. The next fire time does not move.")
+		"Enqueues one run now, also when the schedule is paused, and prints the task (for a schedule of kind flow: starts one flow and prints it). The next fire time does not move.")
 	var cf clientFlags
 	cf.register(fs)
 	name, c, err := scheduleCommand(fs, &cf, "trigger", args)
 	if err != nil {
 		return helpOr(err)
+	}
+	sc, err := c.GetSchedule(ctx, name)
+	if err != nil {
+		return cf.explain(err)
+	}
+	if sc.Kind == "flow" {
+		flow, err := c.TriggerScheduleFlow(ctx, name)
+		if err != nil {
+			return cf.explain(err)
+		}
+		return printTriggeredFlow(stdout, cf.json, flow)
 	}
 	task, err := c.TriggerSchedule(ctx, name)
 	if err != nil {
@@ -468,10 +538,20 @@ func printSchedule(w io.Writer, asJSON bool, s *apiclient.Schedule) error {
 	row("waiting_run_id", dash(derefOr(s.WaitingRunID)))
 	row("skipped_ticks", fmt.Sprint(s.SkippedTicks))
 	row("last_skipped_at", dash(fmtZoned(s.LastSkippedAt, s.Timezone)))
-	row("task.kind", s.Task.Kind)
-	row("task.queue", s.Task.Queue)
-	row("task.payload", string(s.Task.Payload))
-	row("task.max_attempts", fmt.Sprint(s.Task.MaxAttempts))
+	row("kind", s.Kind)
+	if s.Flow != nil {
+		var compact bytes.Buffer
+		if json.Compact(&compact, s.Flow) != nil {
+			compact.Reset()
+			compact.Write(s.Flow)
+		}
+		row("flow", compact.String())
+	} else {
+		row("task.kind", s.Task.Kind)
+		row("task.queue", s.Task.Queue)
+		row("task.payload", string(s.Task.Payload))
+		row("task.max_attempts", fmt.Sprint(s.Task.MaxAttempts))
+	}
 	row("created_at", fmtTime(&s.CreatedAt))
 	row("updated_at", fmtTime(&s.UpdatedAt))
 	return tw.Flush()
@@ -496,4 +576,29 @@ func fmtZoned(t *time.Time, tz string) string {
 		loc = time.UTC
 	}
 	return t.In(loc).Format(time.RFC3339)
+}
+
+// printTriggeredFlow prints the flow a trigger started: its JSON, or a short summary.
+func printTriggeredFlow(w io.Writer, asJSON bool, raw json.RawMessage) error {
+	if asJSON {
+		return writeJSON(w, raw)
+	}
+	var f struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Steps  []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return fmt.Errorf("read the flow started: %w", err)
+	}
+	fmt.Fprintf(w, "started flow %s (%s)\n", f.ID, f.Status)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tSTATUS")
+	for _, st := range f.Steps {
+		fmt.Fprintf(tw, "%s\t%s\n", st.Name, st.Status)
+	}
+	return tw.Flush()
 }

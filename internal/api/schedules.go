@@ -32,23 +32,24 @@ type scheduleTaskJSON struct {
 }
 
 type scheduleJSON struct {
-	Name           string           `json:"name"`
-	Kind           string           `json:"kind"`
-	CronSpec       string           `json:"cron_spec"`
-	Timezone       string           `json:"timezone"`
-	Task           scheduleTaskJSON `json:"task"`
-	Enabled        bool             `json:"enabled"`
-	CatchUp        store.CatchUp    `json:"catch_up"`
-	Overlap        store.Overlap    `json:"overlap"`
-	NextRunAt      time.Time        `json:"next_run_at"`
-	LastRunAt      *time.Time       `json:"last_run_at"`
-	LastEnqueuedAt *time.Time       `json:"last_enqueued_at"`
-	CurrentRunID   *uuid.UUID       `json:"current_run_id"`
-	WaitingRunID   *uuid.UUID       `json:"waiting_run_id"`
-	SkippedTicks   int64            `json:"skipped_ticks"`
-	LastSkippedAt  *time.Time       `json:"last_skipped_at"`
-	CreatedAt      time.Time        `json:"created_at"`
-	UpdatedAt      time.Time        `json:"updated_at"`
+	Name           string            `json:"name"`
+	Kind           string            `json:"kind"`
+	CronSpec       string            `json:"cron_spec"`
+	Timezone       string            `json:"timezone"`
+	Task           *scheduleTaskJSON `json:"task"` // null for kind flow
+	Flow           *store.FlowBody   `json:"flow"` // null for kind task
+	Enabled        bool              `json:"enabled"`
+	CatchUp        store.CatchUp     `json:"catch_up"`
+	Overlap        store.Overlap     `json:"overlap"`
+	NextRunAt      time.Time         `json:"next_run_at"`
+	LastRunAt      *time.Time        `json:"last_run_at"`
+	LastEnqueuedAt *time.Time        `json:"last_enqueued_at"`
+	CurrentRunID   *uuid.UUID        `json:"current_run_id"`
+	WaitingRunID   *uuid.UUID        `json:"waiting_run_id"`
+	SkippedTicks   int64             `json:"skipped_ticks"`
+	LastSkippedAt  *time.Time        `json:"last_skipped_at"`
+	CreatedAt      time.Time         `json:"created_at"`
+	UpdatedAt      time.Time         `json:"updated_at"`
 }
 
 type schedulesJSON struct {
@@ -59,12 +60,19 @@ type schedulesJSON struct {
 // and max attempts filled in).
 func scheduleOut(sc *store.Schedule) scheduleJSON {
 	t := sc.Task
+	task := &scheduleTaskJSON{Kind: t.Kind, Queue: t.Queue, Payload: t.Payload, MaxAttempts: t.MaxAttempts}
+	var flow *store.FlowBody
+	if sc.Flow != nil { // kind flow: the flow in place of the task (whose columns hold a placeholder)
+		body := store.FlowBodyOf(sc.Flow)
+		task, flow = nil, &body
+	}
 	return scheduleJSON{
 		Name:           sc.Name,
 		Kind:           sc.Kind,
 		CronSpec:       sc.CronSpec,
 		Timezone:       sc.Timezone,
-		Task:           scheduleTaskJSON{Kind: t.Kind, Queue: t.Queue, Payload: t.Payload, MaxAttempts: t.MaxAttempts},
+		Task:           task,
+		Flow:           flow,
 		Enabled:        sc.Enabled,
 		CatchUp:        sc.CatchUp,
 		Overlap:        sc.Overlap,
@@ -91,12 +99,29 @@ type scheduleTaskRequest struct {
 	MaxAttempts *int            `json:"max_attempts"`
 }
 
+// scheduleFlowRequest is the flow of a kind flow schedule: the create body of a flow
+// without idempotency_key (read only to refuse it with a clear message).
+type scheduleFlowRequest struct {
+	store.FlowBody
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+// params checks what the store's rules do not: no idempotency key.
+func (req *scheduleFlowRequest) params() (*store.FlowParams, error) {
+	if req.IdempotencyKey != nil {
+		return nil, invalidRequest("flow.idempotency_key is not allowed: each run's key is schedule:<name>:<unix of the tick>")
+	}
+	p := req.FlowBody.Params()
+	return &p, nil
+}
+
 type createScheduleRequest struct {
 	Name     string               `json:"name"`
 	Kind     string               `json:"kind"`
 	CronSpec *string              `json:"cron_spec"`
 	Timezone *string              `json:"timezone"`
 	Task     *scheduleTaskRequest `json:"task"`
+	Flow     *scheduleFlowRequest `json:"flow"`
 	Enabled  *bool                `json:"enabled"`
 	CatchUp  *string              `json:"catch_up"`
 	Overlap  *string              `json:"overlap"`
@@ -106,6 +131,7 @@ type updateScheduleRequest struct {
 	CronSpec *string              `json:"cron_spec"`
 	Timezone *string              `json:"timezone"`
 	Task     *scheduleTaskRequest `json:"task"`
+	Flow     *scheduleFlowRequest `json:"flow"`
 	Enabled  *bool                `json:"enabled"`
 	CatchUp  *string              `json:"catch_up"`
 	Overlap  *string              `json:"overlap"`
@@ -126,9 +152,14 @@ func decodeCreateSchedule(body []byte) (store.ScheduleParams, error) {
 	if err := store.ValidateScheduleName(req.Name); err != nil {
 		return p, err
 	}
-	if req.Kind != "" && req.Kind != store.ScheduleKindTask {
-		return p, invalidRequest(fmt.Sprintf("kind is the schedule's kind and must be %q, got %q (the handler name goes in task.kind)",
-			store.ScheduleKindTask, req.Kind))
+	switch {
+	case req.Kind == "" && req.Flow != nil && req.Task == nil:
+		p.Kind = store.ScheduleKindFlow // a flow in place of the task says which kind
+	case req.Kind == store.ScheduleKindFlow:
+		p.Kind = store.ScheduleKindFlow
+	case req.Kind != "" && req.Kind != store.ScheduleKindTask:
+		return p, invalidRequest(fmt.Sprintf("kind is the schedule's kind and must be %q or %q, got %q (the handler name goes in task.kind)",
+			store.ScheduleKindTask, store.ScheduleKindFlow, req.Kind))
 	}
 	if req.CronSpec == nil {
 		return p, invalidRequest(`cron_spec is required, e.g. "*/5 * * * *" or "@daily"`)
@@ -142,11 +173,26 @@ func decodeCreateSchedule(body []byte) (store.ScheduleParams, error) {
 			return p, err
 		}
 	}
-	if req.Task == nil {
-		return p, invalidRequest(`task is required: {"kind": <handler name>, "queue"?, "payload"?, "max_attempts"?}`)
-	}
-	if p.Task, err = req.Task.template(); err != nil {
-		return p, err
+	if p.Kind == store.ScheduleKindFlow {
+		if req.Task != nil {
+			return p, invalidRequest(`a schedule of kind flow has a flow in place of the task: leave task out`)
+		}
+		if req.Flow == nil {
+			return p, invalidRequest(`flow is required for kind flow: {"steps": [...], "name"?, "queue"?} (POST /api/flows's body without idempotency_key)`)
+		}
+		if p.Flow, err = req.Flow.params(); err != nil {
+			return p, err
+		}
+	} else {
+		if req.Flow != nil {
+			return p, invalidRequest(`a schedule of kind task has a task, not a flow: send "kind": "flow" with the flow, or leave flow out`)
+		}
+		if req.Task == nil {
+			return p, invalidRequest(`task is required: {"kind": <handler name>, "queue"?, "payload"?, "max_attempts"?}`)
+		}
+		if p.Task, err = req.Task.template(); err != nil {
+			return p, err
+		}
 	}
 	if req.CatchUp != nil {
 		if p.CatchUp, err = parseCatchUp(*req.CatchUp); err != nil {
@@ -171,8 +217,18 @@ func decodeUpdateSchedule(body []byte) (store.ScheduleUpdate, error) {
 		return store.ScheduleUpdate{}, err
 	}
 	var u store.ScheduleUpdate
-	if req.CronSpec == nil && req.Timezone == nil && req.Task == nil && req.Enabled == nil && req.CatchUp == nil && req.Overlap == nil {
-		return u, invalidRequest("nothing to update: give one or more of cron_spec, timezone, task, enabled, catch_up, overlap")
+	if req.CronSpec == nil && req.Timezone == nil && req.Task == nil && req.Flow == nil && req.Enabled == nil && req.CatchUp == nil && req.Overlap == nil {
+		return u, invalidRequest("nothing to update: give one or more of cron_spec, timezone, task (kind task), flow (kind flow), enabled, catch_up, overlap")
+	}
+	if req.Flow != nil {
+		if req.Task != nil {
+			return u, invalidRequest("give task (kind task) or flow (kind flow), not both")
+		}
+		f, err := req.Flow.params()
+		if err != nil {
+			return u, err
+		}
+		u.Flow = f
 	}
 	if req.CronSpec != nil {
 		spec, err := checkCronSpec(*req.CronSpec)
@@ -400,13 +456,23 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// triggerSchedule enqueues one run now, without moving next_run_at, and answers with it.
+// triggerSchedule enqueues one run now, without moving next_run_at, and answers with it:
+// the task, or for a kind flow schedule the flow it started.
 func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
 	name, err := scheduleName(r)
 	if err != nil {
 		return err
 	}
 	t, err := s.cfg.Store.TriggerSchedule(r.Context(), name)
+	if errors.Is(err, store.ErrScheduleOfKindFlow) {
+		f, err := s.cfg.Store.TriggerScheduleFlow(r.Context(), name)
+		if err != nil {
+			return scheduleError(name, err)
+		}
+		w.Header().Set("Location", "/api/flows/"+f.ID.String())
+		writeJSON(w, http.StatusCreated, scheduledFlowOut(f))
+		return nil
+	}
 	if err != nil {
 		return scheduleError(name, err)
 	}
@@ -454,4 +520,44 @@ func (s *Server) listScheduleRuns(w http.ResponseWriter, r *http.Request) error 
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// scheduledFlowJSON is a flow a trigger started, in the flow JSON of DESIGN.md section 10.
+// (The flow routes, /api/flows, are built elsewhere; this shape is the same contract.)
+type scheduledFlowJSON struct {
+	ID          uuid.UUID              `json:"id"`
+	Name        *string                `json:"name"`
+	Queue       string                 `json:"queue"`
+	Status      store.FlowStatus       `json:"status"`
+	CreatedAt   time.Time              `json:"created_at"`
+	CompletedAt *time.Time             `json:"completed_at"`
+	Steps       []scheduledFlowStepOut `json:"steps"`
+}
+
+type scheduledFlowStepOut struct {
+	Name      string           `json:"name"`
+	Kind      string           `json:"kind"`
+	Status    store.StepStatus `json:"status"`
+	DependsOn []string         `json:"depends_on"`
+	ForEach   *string          `json:"for_each"`
+	TaskIDs   []uuid.UUID      `json:"task_ids"`
+	Output    json.RawMessage  `json:"output"`
+	Error     *string          `json:"error"`
+}
+
+func scheduledFlowOut(f *store.Flow) scheduledFlowJSON {
+	orNull := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	out := scheduledFlowJSON{ID: f.ID, Name: orNull(f.Name), Queue: f.Queue, Status: f.Status,
+		CreatedAt: f.CreatedAt.UTC(), CompletedAt: utcPtr(f.CompletedAt), Steps: make([]scheduledFlowStepOut, len(f.Steps))}
+	for i, st := range f.Steps {
+		out.Steps[i] = scheduledFlowStepOut{Name: st.Name, Kind: st.Kind, Status: st.Status,
+			DependsOn: append([]string{}, st.DependsOn...), ForEach: orNull(st.ForEach),
+			TaskIDs: append([]uuid.UUID{}, st.TaskIDs...), Output: st.Output, Error: orNull(st.Error)}
+	}
+	return out
 }

@@ -343,7 +343,8 @@ func TestScheduleValidation(t *testing.T) {
 			{"bad name", body(func(m map[string]any) { m["name"] = "a b" }), 400, codeInvalidRequest, "name"},
 			{"colon in name", body(func(m map[string]any) { m["name"] = "a:b" }), 400, codeInvalidRequest, "name"},
 			{"long name", body(func(m map[string]any) { m["name"] = strings.Repeat("n", 129) }), 400, codeInvalidRequest, "name"},
-			{"flow kind", body(func(m map[string]any) { m["kind"] = "flow" }), 400, codeInvalidRequest, "task.kind"},
+			{"flow kind with a task", body(func(m map[string]any) { m["kind"] = "flow" }), 400, codeInvalidRequest, "leave task out"},
+			{"unknown kind", body(func(m map[string]any) { m["kind"] = "workflow" }), 400, codeInvalidRequest, "task.kind"},
 			{"no spec", body(func(m map[string]any) { delete(m, "cron_spec") }), 400, codeInvalidRequest, "cron_spec"},
 			{"spec not a string", spec(5), 400, codeInvalidRequest, "cron_spec"},
 			{"long spec", spec(strings.Repeat("0,", 150) + "0 * * * *"), 400, codeInvalidRequest, "cron_spec"},
@@ -471,8 +472,8 @@ func TestScheduleSchemaMatchesAnswer(t *testing.T) {
 	}
 	// The request schemas list what the decoder takes.
 	for schema, want := range map[string][]string{
-		"CreateSchedule":       {"catch_up", "cron_spec", "enabled", "kind", "name", "overlap", "task", "timezone"},
-		"UpdateSchedule":       {"catch_up", "cron_spec", "enabled", "overlap", "task", "timezone"},
+		"CreateSchedule":       {"catch_up", "cron_spec", "enabled", "flow", "kind", "name", "overlap", "task", "timezone"},
+		"UpdateSchedule":       {"catch_up", "cron_spec", "enabled", "flow", "overlap", "task", "timezone"},
 		"ScheduleTaskTemplate": {"kind", "max_attempts", "payload", "queue"},
 		"Reschedule":           {"next_run_at"},
 	} {

@@ -11,23 +11,26 @@ import (
 
 // Schedule is a schedule as the API shows it (docs/api.md, "Objects").
 type Schedule struct {
-	Name           string       `json:"name"`
-	Kind           string       `json:"kind"`
-	CronSpec       string       `json:"cron_spec"`
-	Timezone       string       `json:"timezone"`
-	Task           ScheduleTask `json:"task"`
-	Enabled        bool         `json:"enabled"`
-	CatchUp        string       `json:"catch_up"`
-	Overlap        string       `json:"overlap"`
-	NextRunAt      time.Time    `json:"next_run_at"`
-	LastRunAt      *time.Time   `json:"last_run_at"`
-	LastEnqueuedAt *time.Time   `json:"last_enqueued_at"`
-	CurrentRunID   *string      `json:"current_run_id"`
-	WaitingRunID   *string      `json:"waiting_run_id"`
-	SkippedTicks   int64        `json:"skipped_ticks"`
-	LastSkippedAt  *time.Time   `json:"last_skipped_at"`
-	CreatedAt      time.Time    `json:"created_at"`
-	UpdatedAt      time.Time    `json:"updated_at"`
+	Name     string       `json:"name"`
+	Kind     string       `json:"kind"`
+	CronSpec string       `json:"cron_spec"`
+	Timezone string       `json:"timezone"`
+	Task     ScheduleTask `json:"task"` // zero for kind flow (the API sends null)
+	// Flow is a kind flow schedule's flow (POST /api/flows's body without
+	// idempotency_key), as the server sent it; nil for kind task.
+	Flow           json.RawMessage `json:"flow,omitempty"`
+	Enabled        bool            `json:"enabled"`
+	CatchUp        string          `json:"catch_up"`
+	Overlap        string          `json:"overlap"`
+	NextRunAt      time.Time       `json:"next_run_at"`
+	LastRunAt      *time.Time      `json:"last_run_at"`
+	LastEnqueuedAt *time.Time      `json:"last_enqueued_at"`
+	CurrentRunID   *string         `json:"current_run_id"`
+	WaitingRunID   *string         `json:"waiting_run_id"`
+	SkippedTicks   int64           `json:"skipped_ticks"`
+	LastSkippedAt  *time.Time      `json:"last_skipped_at"`
+	CreatedAt      time.Time       `json:"created_at"`
+	UpdatedAt      time.Time       `json:"updated_at"`
 
 	raw json.RawMessage
 }
@@ -40,6 +43,9 @@ func (s *Schedule) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*s = Schedule(p)
+	if string(s.Flow) == "null" { // a kind task schedule
+		s.Flow = nil
+	}
 	s.raw = append(json.RawMessage(nil), b...)
 	return nil
 }
@@ -59,25 +65,44 @@ type ScheduleTask struct {
 
 // CreateSchedule is the body of POST /api/schedules. Empty Timezone means UTC, nil
 // Enabled true, empty CatchUp "one", empty Overlap "allow".
+//
+// A schedule of kind flow sets Flow (the body of POST /api/flows without
+// idempotency_key) and leaves Task zero: it is then sent without "task", with "kind":
+// "flow".
 type CreateSchedule struct {
-	Name     string       `json:"name"`
-	CronSpec string       `json:"cron_spec"`
-	Timezone string       `json:"timezone,omitempty"`
-	Task     ScheduleTask `json:"task"`
-	Enabled  *bool        `json:"enabled,omitempty"`
-	CatchUp  string       `json:"catch_up,omitempty"`
-	Overlap  string       `json:"overlap,omitempty"`
+	Name     string          `json:"name"`
+	CronSpec string          `json:"cron_spec"`
+	Timezone string          `json:"timezone,omitempty"`
+	Task     ScheduleTask    `json:"task"`
+	Flow     json.RawMessage `json:"flow,omitempty"`
+	Enabled  *bool           `json:"enabled,omitempty"`
+	CatchUp  string          `json:"catch_up,omitempty"`
+	Overlap  string          `json:"overlap,omitempty"`
+}
+
+// MarshalJSON sends a flow schedule as kind flow without a task.
+func (c CreateSchedule) MarshalJSON() ([]byte, error) {
+	type plain CreateSchedule
+	if c.Flow == nil {
+		return json.Marshal(plain(c))
+	}
+	return json.Marshal(struct {
+		Kind string `json:"kind"`
+		plain
+		Task *ScheduleTask `json:"task,omitempty"` // shadows plain's: left out
+	}{Kind: "flow", plain: plain(c)})
 }
 
 // UpdateSchedule is the body of PATCH /api/schedules/{name}: nil fields stay as they
 // are. Task replaces the whole template.
 type UpdateSchedule struct {
-	CronSpec *string       `json:"cron_spec,omitempty"`
-	Timezone *string       `json:"timezone,omitempty"`
-	Task     *ScheduleTask `json:"task,omitempty"`
-	Enabled  *bool         `json:"enabled,omitempty"`
-	CatchUp  *string       `json:"catch_up,omitempty"`
-	Overlap  *string       `json:"overlap,omitempty"`
+	CronSpec *string         `json:"cron_spec,omitempty"`
+	Timezone *string         `json:"timezone,omitempty"`
+	Task     *ScheduleTask   `json:"task,omitempty"`
+	Flow     json.RawMessage `json:"flow,omitempty"` // replaces a kind flow schedule's flow
+	Enabled  *bool           `json:"enabled,omitempty"`
+	CatchUp  *string         `json:"catch_up,omitempty"`
+	Overlap  *string         `json:"overlap,omitempty"`
 }
 
 // ListScheduleRunsParams pages GET /api/schedules/{name}/runs. Limit 0 = the server's
@@ -146,6 +171,17 @@ func (c *Client) TriggerSchedule(ctx context.Context, name string) (*Task, error
 		return nil, err
 	}
 	return &t, nil
+}
+
+// TriggerScheduleFlow starts one flow of a kind flow schedule now, without moving the
+// next fire time, and returns the flow's JSON as the server sent it (DESIGN.md section
+// 10's flow: id, name, queue, status, created_at, completed_at, steps).
+func (c *Client) TriggerScheduleFlow(ctx context.Context, name string) (json.RawMessage, error) {
+	var f json.RawMessage
+	if _, err := c.do(ctx, http.MethodPost, schedulePath(name, "trigger"), nil, nil, &f); err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // ScheduleRunsPage is one page of a schedule's runs and, while the schedule exists, the

@@ -37,6 +37,21 @@
 // The Queues page (/queues) lists every queue from the same cached Stats as the
 // overview: what waits, how old the oldest due task is, what runs, is stuck or is dead.
 //
+// # Flows
+//
+// /flows lists flows (filters status and name, cursor paging); /flows/{id} draws the
+// flow's DAG as inline SVG made on the server (flowgraph.go: a layered layout, a column
+// per depth, rows in barycenter order, an edge per dependency, dashed for the one a
+// for_each step fans out over), each node with its step's name, kind and status (a CSS
+// class per status for the colour, the status also in words and in the node's title
+// and aria-label), a for_each node with "n of m succeeded" from FlowStep.TaskStatuses,
+// and a link to its task (a for_each node to its row in the step table, which links the
+// first 20 tasks). The graph sits in a [data-live] region, so a step turning SUCCEEDED
+// shows without a reload. Cancel (RUNNING) and Replay (FAILED, CANCELED) are forms like
+// the task actions; a store refusal (ErrIllegalTransition, ErrConflict while a task of
+// a failed flow still runs) comes back as an error flash. A step task's page links to
+// its flow; a schedule of kind flow shows its flow and its Trigger starts one.
+//
 // # Live updates by partial swaps
 //
 // static/live.js polls the page's own URL every PollInterval with the header

@@ -18,16 +18,17 @@ import (
 // the page's Now, with the exact RFC 3339 UTC time in the title attribute.
 func templateFuncs() template.FuncMap {
 	return template.FuncMap{
-		"at":          at,
-		"since":       since,
-		"statusClass": statusClass,
-		"prettyJSON":  prettyJSON,
-		"truncate":    truncate,
-		"oneLine":     oneLine,
-		"count":       formatCount,
-		"statuses":    func() []store.Status { return store.AllStatuses },
-		"pathEscape":  url.PathEscape,
-		"list":        func(v ...any) []any { return v },
+		"at":           at,
+		"since":        since,
+		"statusClass":  statusClass,
+		"prettyJSON":   prettyJSON,
+		"truncate":     truncate,
+		"oneLine":      oneLine,
+		"count":        formatCount,
+		"statuses":     func() []store.Status { return store.AllStatuses },
+		"flowStatuses": func() []store.FlowStatus { return store.AllFlowStatuses },
+		"pathEscape":   url.PathEscape,
+		"list":         func(v ...any) []any { return v },
 		// held: a buffer_one schedule run waiting for the running one (never due).
 		"held": func(t time.Time) bool { return t.Equal(store.HeldRunAt) },
 	}

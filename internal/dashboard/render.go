@@ -23,7 +23,7 @@ const partialHeader = "X-Rota-Partial"
 
 // The pages; each is templates/<name>.html parsed together with layout.html (the
 // document around <main id="content">) and shared.html (pieces every page uses).
-var pageNames = []string{"login", "error", "overview", "tasks", "task", "dead_letters", "replay_confirm", "schedules", "schedule", "queues", "workers"}
+var pageNames = []string{"login", "error", "overview", "tasks", "task", "dead_letters", "replay_confirm", "schedules", "schedule", "queues", "workers", "flows", "flow"}
 
 type pageSet struct {
 	byName map[string]*template.Template

@@ -106,6 +106,13 @@ func (d *Dashboard) resumeSchedule(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) triggerSchedule(w http.ResponseWriter, r *http.Request) {
 	d.scheduleAction(w, r, func(ctx context.Context, name string) (string, error) {
 		t, err := d.cfg.Store.TriggerSchedule(ctx, name)
+		if errors.Is(err, store.ErrScheduleOfKindFlow) {
+			f, err := d.cfg.Store.TriggerScheduleFlow(ctx, name)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("Schedule %s triggered: flow %s started (the next run is unchanged).", name, f.ID), nil
+		}
 		if err != nil {
 			return "", err
 		}

@@ -38,7 +38,7 @@ type Config struct {
 type ClaimEvent struct {
 	Latency   time.Duration
 	Schedules int // schedules claimed
-	Runs      int // runs enqueued
+	Runs      int // runs enqueued (tasks, and flows of kind flow schedules)
 	Skipped   int // ticks skipped by catch-up or overlap policies
 	Err       error
 }
@@ -100,7 +100,7 @@ func (s *Scheduler) Pass(ctx context.Context) int {
 			break
 		}
 		for _, c := range claims {
-			ev.Runs += len(c.Runs)
+			ev.Runs += len(c.Runs) + len(c.Flows) // a flow schedule's run is a flow
 			ev.Skipped += c.SkippedTicks
 			if c.SkippedTicks > 0 {
 				s.cfg.Logger.Info("schedule ticks got no run (catch-up or overlap policy)",

@@ -30,7 +30,8 @@ const (
 
 // Overlap is what a claim does when a schedule's tick comes while its previous run has
 // not finished (DESIGN.md section 11). A run is finished once its task is SUCCEEDED,
-// DEAD, FAILED or CANCELED; a schedule of kind flow (later) will mean its flow.
+// DEAD, FAILED or CANCELED; for a schedule of kind flow, once its flow is not RUNNING
+// (kind flow supports allow and skip: scheduleflow.go).
 type Overlap string
 
 const (
@@ -53,7 +54,8 @@ var HeldRunAt = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 // inserted by the following claims (next_run_at stays in the past until caught up).
 const MaxCatchUpRuns = 100
 
-// Schedule kinds: "task" enqueues one task per tick; "flow" is reserved for later.
+// Schedule kinds: "task" enqueues one task per tick; "flow" starts one flow per tick
+// (scheduleflow.go).
 const (
 	ScheduleKindTask = "task"
 	ScheduleKindFlow = "flow"
@@ -69,11 +71,15 @@ type TaskTemplate struct {
 
 // Schedule is one row of rota.schedules.
 type Schedule struct {
-	Name           string
-	Kind           string // ScheduleKindTask
-	CronSpec       string
-	Timezone       string // IANA name, e.g. "Europe/Berlin"; "UTC" by default
-	Task           TaskTemplate
+	Name     string
+	Kind     string // ScheduleKindTask or ScheduleKindFlow
+	CronSpec string
+	Timezone string // IANA name, e.g. "Europe/Berlin"; "UTC" by default
+	Task     TaskTemplate
+	// Flow is what each tick of a kind flow schedule starts (normalized, no ID and no
+	// IdempotencyKey); nil for kind task. Such a schedule's Task is a placeholder (kind
+	// "flow" on the flow's queue) that nothing enqueues.
+	Flow           *FlowParams
 	Enabled        bool
 	CatchUp        CatchUp
 	Overlap        Overlap
@@ -101,9 +107,10 @@ type ScheduleParams struct {
 	CronSpec string
 	Timezone string // "" = "UTC"
 	Task     TaskTemplate
-	Enabled  *bool   // nil = true
-	CatchUp  CatchUp // "" = "one"
-	Overlap  Overlap // "" = "allow"
+	Flow     *FlowParams // kind flow: the flow each tick starts (without IdempotencyKey); Task stays empty
+	Enabled  *bool       // nil = true
+	CatchUp  CatchUp     // "" = "one"
+	Overlap  Overlap     // "" = "allow"
 }
 
 // ScheduleUpdate changes some fields of a schedule; nil fields stay. A new CronSpec or
@@ -113,6 +120,7 @@ type ScheduleUpdate struct {
 	CronSpec *string
 	Timezone *string
 	Task     *TaskTemplate
+	Flow     *FlowParams // replaces a kind flow schedule's whole flow
 	Enabled  *bool
 	CatchUp  *CatchUp
 	Overlap  *Overlap
@@ -129,6 +137,7 @@ type ClaimSchedulesParams struct {
 type ScheduleClaim struct {
 	Name         string
 	Runs         []*Task
+	Flows        []*Flow // kind flow: the flows the claim started, in tick order (Runs stays empty)
 	SkippedTicks int
 	NextRunAt    time.Time
 }
@@ -157,8 +166,13 @@ type ScheduleStore interface {
 	ResumeSchedule(ctx context.Context, name string) (*Schedule, error)
 	// RescheduleSchedule sets NextRunAt.
 	RescheduleSchedule(ctx context.Context, name string, nextRunAt time.Time) (*Schedule, error)
-	// TriggerSchedule enqueues one run now without moving NextRunAt.
+	// TriggerSchedule enqueues one run now without moving NextRunAt (ErrScheduleOfKindFlow
+	// for a kind flow schedule).
 	TriggerSchedule(ctx context.Context, name string) (*Task, error)
+	// TriggerScheduleFlow starts one flow of a kind flow schedule now, keyed
+	// schedule:<name>:trigger:<nanoseconds>, without moving NextRunAt
+	// (ErrScheduleOfKindTask for a kind task schedule).
+	TriggerScheduleFlow(ctx context.Context, name string) (*Flow, error)
 	// ClaimDueSchedules claims due, enabled schedules (SKIP LOCKED) and, in the same
 	// transaction per claim, enqueues their runs per the catch-up and overlap policies
 	// (cancel_other also cancels the previous run) and advances NextRunAt. A
@@ -288,7 +302,34 @@ func (p *ScheduleParams) Normalize() error {
 	if !p.Overlap.Valid() {
 		return invalidOverlap(p.Overlap)
 	}
+	if p.Kind == ScheduleKindFlow {
+		return p.normalizeFlow()
+	}
+	if p.Flow != nil {
+		return fmt.Errorf("%w: a schedule of kind task has a task, not a flow (kind flow takes a flow)", ErrInvalid)
+	}
 	return p.Task.Normalize()
+}
+
+// normalizeFlow checks a kind flow schedule: a valid flow template, no task, an overlap
+// kind flow supports; Task becomes the placeholder the store's columns need.
+func (p *ScheduleParams) normalizeFlow() error {
+	if err := checkFlowOverlap(p.Overlap); err != nil {
+		return err
+	}
+	flow, err := normalizeFlowTemplate(p.Flow)
+	if err != nil {
+		return err
+	}
+	// Empty, or the placeholder of a Normalize before: normalizing twice is harmless.
+	placeholder := FlowPlaceholderTask(flow)
+	if t := p.Task; !(t.Kind == "" && t.Queue == "" && len(t.Payload) == 0 && t.MaxAttempts == 0) &&
+		!(t.Kind == placeholder.Kind && t.Queue == placeholder.Queue && string(t.Payload) == string(placeholder.Payload) &&
+			t.MaxAttempts == placeholder.MaxAttempts) {
+		return fmt.Errorf("%w: a schedule of kind flow has a flow, not a task", ErrInvalid)
+	}
+	p.Flow, p.Task = flow, placeholder
+	return nil
 }
 
 // Normalize checks the fields an update sets and fills the template's defaults. A
@@ -322,6 +363,13 @@ func (u *ScheduleUpdate) Normalize() error {
 		}
 		u.Task = &tmpl
 	}
+	if u.Flow != nil {
+		flow, err := normalizeFlowTemplate(u.Flow)
+		if err != nil {
+			return err
+		}
+		u.Flow = flow
+	}
 	return nil
 }
 
@@ -330,9 +378,9 @@ func validateScheduleKind(kind string) error {
 	case ScheduleKindTask:
 		return nil
 	case ScheduleKindFlow:
-		return fmt.Errorf("%w: kind %q is not supported yet; use %q", ErrInvalid, kind, ScheduleKindTask)
+		return nil
 	}
-	return fmt.Errorf("%w: kind must be %q, got %q", ErrInvalid, ScheduleKindTask, kind)
+	return fmt.Errorf("%w: kind must be %q or %q, got %q", ErrInvalid, ScheduleKindTask, ScheduleKindFlow, kind)
 }
 
 // maxCronSpecLength and maxTimezoneLength keep absurd input away from the parsers.

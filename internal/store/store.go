@@ -73,6 +73,18 @@ type Task struct {
 	// leave it nil).
 	TraceContext map[string]string
 
+	// The flow step this task runs (flow.go); FlowID is uuid.Nil for a plain task. Set
+	// by GetTask and ClaimTasks (other reads may leave them unset).
+	FlowID uuid.UUID
+	Step   string
+	// Inputs maps each of the step's dependencies to its output ({} for a step without
+	// dependencies); nil for a plain task.
+	Inputs json.RawMessage
+	// Item is the element of the for_each dependency's output this task runs for, and
+	// Index its 0-based position; nil for a task of a step without for_each.
+	Item  json.RawMessage
+	Index *int
+
 	WorkerID       string     // "" when never claimed
 	LeaseToken     uuid.UUID  // uuid.Nil unless PROCESSING
 	LeaseExpiresAt *time.Time // nil unless PROCESSING
@@ -344,6 +356,8 @@ type Store interface {
 	WorkerRegistry
 	// QueueSettingsStore keeps the queues' settings (queues.go).
 	QueueSettingsStore
+	// FlowStore holds flows, DAGs of steps that run as tasks (flow.go).
+	FlowStore
 
 	// CreateTasks inserts tasks, all or nothing. A task whose idempotency key names a
 	// task that is not DEAD, FAILED or CANCELED is not inserted: its result is that task
@@ -425,6 +439,11 @@ type Store interface {
 	// skips for their idempotency key are counted. ErrInvalid unless atMost >= 1.
 	CountReplayable(ctx context.Context, params ReplayParams, atMost int) (int, error)
 	// DeleteFinishedTasks removes finished tasks past their retention; returns how many.
+	// A flow's tasks go only with their flow, all in one transaction: a SUCCEEDED or
+	// CANCELED flow completed before SucceededBefore, a FAILED one before FailedBefore,
+	// once none of its tasks runs any more. One call removes at most Limit plain tasks
+	// and at most Limit flows (with all of their tasks, so it may return more than
+	// Limit).
 	DeleteFinishedTasks(ctx context.Context, params RetentionParams) (int, error)
 
 	ListAttempts(ctx context.Context, taskID uuid.UUID) ([]Attempt, error)

@@ -37,6 +37,7 @@ async function main() {
     await step('a queue is limited with the Queues page form, paused and resumed', () => limitAndPauseQueue(s));
     await step('a schedule is paused and resumed', () => pauseAndResume(s));
     await step('workers: the Workers page and the unserved-queue warning', () => workersScenarios(s));
+    await step('flows: the list, and a flow\'s graph turning SUCCEEDED step by step, live', () => flowScenario(s));
     await step('log out: the pages ask for the login again', () => logOut(s));
   } catch (err) {
     await page.screenshot({ path: `${cfg.screenshotDir}/failure.png`, fullPage: true }).catch(() => {});
@@ -208,6 +209,60 @@ async function liveTask({ cfg, api, page }) {
   log('one attempt row');
   // The same live update that changed the status: still no reload.
   check(await page.evaluate(() => window.__rotaMarker) === 'still the same page', 'the page was reloaded');
+}
+
+// flowScenario watches the page of the flow e2e/dashboard_test.go started (extract ->
+// transform for_each over extract -> load, in a queue no worker serves) while this script
+// works its tasks over the HTTP worker protocol: each step turns SUCCEEDED on the open
+// page without a reload.
+async function flowScenario({ cfg, api, page }) {
+  const flowID = process.env.ROTA_FLOW_ID;
+  const queue = process.env.ROTA_FLOW_QUEUE;
+  check(flowID && queue, 'ROTA_FLOW_ID and ROTA_FLOW_QUEUE are not set');
+  await Promise.all([page.waitForURL((u) => u.pathname === '/flows'), page.click('a[data-nav="flows"]')]);
+  const row = `#flow-list tr[data-flow-id="${flowID}"]`;
+  await waitForText(page, `${row} td.status`, 'RUNNING');
+  await screenshot(cfg, page, 'flows');
+  await Promise.all([page.waitForURL(`${cfg.url}/flows/${flowID}`), page.click(`${row} a.flow-link`)]);
+
+  const node = (step) => `#flow-graph g.node[data-step="${step}"]`;
+  await expectVisible(page, '#flow-graph', 'flow page');
+  for (const [step, status] of [['extract', 'PENDING'], ['transform', 'WAITING'], ['load', 'WAITING']]) {
+    await waitForText(page, `${node(step)} .node-status`, status);
+  }
+  const edges = await page.locator('#flow-graph path.edge').count();
+  check(edges === 2, `the graph draws ${edges} edges, want 2`);
+  log('graph: extract PENDING, transform and load WAITING, 2 edges');
+  await page.evaluate(() => { window.__rotaMarker = 'still the same page'; });
+
+  // work claims every due task of the queue over HTTP and completes each with output(task).
+  const work = async (want, output) => {
+    const { tasks } = await api.call('POST', `/api/queues/${queue}/claim`, { worker_id: 'browser-test', limit: 10 });
+    check(tasks.length === want, `claimed ${tasks.length} tasks of ${queue}, want ${want}`);
+    for (const t of tasks) {
+      await api.call('POST', `/api/tasks/${t.id}/complete`, { lease_token: t.lease_token, output: output(t) });
+    }
+    return tasks;
+  };
+  await work(1, () => ['a', 'b', 'c']);
+  await waitForText(page, `${node('extract')} .node-status`, 'SUCCEEDED', { timeout: LIVE_TIMEOUT_MS });
+  await waitForText(page, `${node('transform')} .node-progress`, '0 of 3 succeeded', { timeout: LIVE_TIMEOUT_MS });
+  log('extract turned SUCCEEDED live; transform shows 0 of 3');
+
+  await work(3, (t) => `transformed ${t.id}`);
+  await waitForText(page, `${node('transform')} .node-status`, 'SUCCEEDED', { timeout: LIVE_TIMEOUT_MS });
+  await work(1, () => ({ loaded: true }));
+  await waitForText(page, '#flow-status', 'SUCCEEDED', { timeout: LIVE_TIMEOUT_MS });
+  await waitForText(page, `${node('load')} .node-status`, 'SUCCEEDED');
+  check(await page.evaluate(() => window.__rotaMarker) === 'still the same page',
+    'the flow page was reloaded or navigated to show the new statuses');
+  log('every step and the flow turned SUCCEEDED on the open page');
+  await screenshot(cfg, page, 'flow');
+
+  // A node links to its step's task; that task's page links back to the flow.
+  await Promise.all([page.waitForURL((u) => u.pathname.startsWith('/tasks/')), page.click(`${node('load')} a`)]);
+  await Promise.all([page.waitForURL(`${cfg.url}/flows/${flowID}`), page.click('#task-flow')]);
+  log('load node -> its task -> back to the flow');
 }
 
 async function tasksPage({ cfg, api, page }) {

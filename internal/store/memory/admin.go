@@ -99,7 +99,7 @@ func (s *Store) DeleteFinishedTasks(ctx context.Context, p store.RetentionParams
 			break
 		}
 		t := &s.tasks[id].task
-		if t.CompletedAt == nil {
+		if t.CompletedAt == nil || t.FlowID != uuid.Nil { // a flow's tasks go with it, below
 			continue
 		}
 		var cutoff = p.FailedBefore
@@ -113,6 +113,18 @@ func (s *Store) DeleteFinishedTasks(ctx context.Context, p store.RetentionParams
 		if !cutoff.IsZero() && t.CompletedAt.Before(cutoff) {
 			doomed[id] = true
 		}
+	}
+	for _, fe := range s.finishedFlows(p) {
+		for _, st := range fe.steps {
+			for _, e := range st.tasks {
+				doomed[e.task.ID] = true
+			}
+		}
+		delete(s.flows, fe.flow.ID)
+		if s.flowKeys[fe.flow.IdempotencyKey] == fe {
+			delete(s.flowKeys, fe.flow.IdempotencyKey)
+		}
+		s.flowIDs = slices.DeleteFunc(s.flowIDs, func(id uuid.UUID) bool { return id == fe.flow.ID })
 	}
 	for id := range doomed {
 		e := s.tasks[id]
@@ -145,4 +157,37 @@ func (s *Store) Ping(ctx context.Context) error {
 		return fmt.Errorf("memory store is closed")
 	}
 	return nil
+}
+
+// finishedFlows returns up to p.Limit ended flows past retention whose tasks all ended,
+// oldest completion first (as delete_finished_flows.sql picks them).
+func (s *Store) finishedFlows(p store.RetentionParams) []*flowEntry {
+	var out []*flowEntry
+	for _, fe := range s.flows {
+		cut := p.SucceededBefore
+		switch fe.flow.Status {
+		case store.FlowRunning:
+			continue
+		case store.FlowFailed:
+			cut = p.FailedBefore
+		}
+		if cut.IsZero() || !fe.flow.CompletedAt.Before(cut) || flowRuns(fe) {
+			continue
+		}
+		out = append(out, fe)
+	}
+	slices.SortFunc(out, func(a, b *flowEntry) int { return a.flow.CompletedAt.Compare(*b.flow.CompletedAt) })
+	return out[:min(len(out), p.Limit)]
+}
+
+// flowRuns reports whether a task of the flow has not ended yet.
+func flowRuns(fe *flowEntry) bool {
+	for _, st := range fe.steps {
+		for _, e := range st.tasks {
+			if !e.task.Status.Terminal() {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -57,6 +57,11 @@ type Store struct {
 	// rate-limited queues: what limits.go reads.
 	groupRunning map[queueGroup]int
 	claimLogs    map[string]*claimLog
+
+	flows        map[uuid.UUID]*flowEntry // flows.go
+	flowIDs      []uuid.UUID              // every flow id, ascending (ListFlows pages over it)
+	flowKeys     map[string]*flowEntry    // idempotency key -> the flow holding it (not FAILED, CANCELED)
+	flowStopping bool                     // a flow is being stopped: its tasks' ends do not feed back
 }
 
 // entry is one task and everything hanging off it.
@@ -84,6 +89,8 @@ func New() *Store {
 		listeners:    map[int]chan store.Notification{},
 		schedules:    map[string]*schedule{},
 		groupRunning: map[queueGroup]int{},
+		flows:        map[uuid.UUID]*flowEntry{},
+		flowKeys:     map[string]*flowEntry{},
 	}
 }
 
@@ -231,6 +238,11 @@ func (s *Store) transition(e *entry, to store.Status, now time.Time, mutate func
 			}
 		}
 	}
+
+	// rota.tasks_flow_advance: a step task ended.
+	if t.FlowID != uuid.Nil && to.Terminal() {
+		s.flowTaskEnded(e, now)
+	}
 }
 
 // --- copies -------------------------------------------------------------------------
@@ -247,6 +259,12 @@ func cloneTask(t *store.Task) *store.Task {
 	c := *t
 	c.Payload = bytes.Clone(t.Payload)
 	c.Output = bytes.Clone(t.Output)
+	c.Inputs = bytes.Clone(t.Inputs)
+	c.Item = bytes.Clone(t.Item)
+	if t.Index != nil {
+		i := *t.Index
+		c.Index = &i
+	}
 	c.LeaseExpiresAt = cloneTime(t.LeaseExpiresAt)
 	c.CancelRequestedAt = cloneTime(t.CancelRequestedAt)
 	c.EnqueuedAt = cloneTime(t.EnqueuedAt)

@@ -62,6 +62,7 @@ func cloneSchedule(sc *store.Schedule) *store.Schedule {
 	c.LastSkippedAt = cloneTime(sc.LastSkippedAt)
 	c.CurrentRunID = cloneID(sc.CurrentRunID)
 	c.WaitingRunID = cloneID(sc.WaitingRunID)
+	c.Flow = store.CloneFlowParams(sc.Flow)
 	return &c
 }
 
@@ -108,6 +109,7 @@ func (s *Store) CreateSchedule(ctx context.Context, params store.ScheduleParams)
 		CronSpec:  p.CronSpec,
 		Timezone:  p.Timezone,
 		Task:      p.Task,
+		Flow:      store.CloneFlowParams(p.Flow),
 		Enabled:   *p.Enabled,
 		CatchUp:   p.CatchUp,
 		Overlap:   p.Overlap,
@@ -170,6 +172,9 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 	if err != nil {
 		return nil, err
 	}
+	if err := u.CheckUpdateForKind(row.sc.Kind); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
 	now := s.clock()
 	next := *row // the row as updated, committed only when everything is valid
 	sc := &next.sc
@@ -187,6 +192,9 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 	}
 	if u.Task != nil {
 		sc.Task = *u.Task
+	}
+	if u.Flow != nil {
+		sc.Flow, sc.Task = store.CloneFlowParams(u.Flow), store.FlowPlaceholderTask(u.Flow)
 	}
 	if u.Enabled != nil {
 		sc.Enabled = *u.Enabled
@@ -236,6 +244,16 @@ func (s *Store) runEntry(id *uuid.UUID) *entry {
 func (s *Store) liveRun(id *uuid.UUID) bool {
 	e := s.runEntry(id)
 	return e != nil && !e.task.Status.Terminal()
+}
+
+// liveFlowRun reports whether id names a flow that is RUNNING (a kind flow schedule's
+// current run).
+func (s *Store) liveFlowRun(id *uuid.UUID) bool {
+	if id == nil {
+		return false
+	}
+	fe := s.flows[*id]
+	return fe != nil && fe.flow.Status == store.FlowRunning
 }
 
 // scheduleRunEnded is rota.schedule_run_ended (migration 0017): t, a task that just
@@ -331,6 +349,9 @@ func (s *Store) TriggerSchedule(ctx context.Context, name string) (*store.Task, 
 	if err != nil {
 		return nil, err
 	}
+	if row.sc.Kind == store.ScheduleKindFlow {
+		return nil, fmt.Errorf("%s: %w", op, store.ErrScheduleOfKindFlow)
+	}
 	now := s.clock()
 	wake := map[string]bool{}
 	task, _, err := s.insertRun(&row.sc.Task, store.ScheduleTriggerKey(name, now), now, now, wake)
@@ -339,6 +360,34 @@ func (s *Store) TriggerSchedule(ctx context.Context, name string) (*store.Task, 
 	}
 	s.notify(wake)
 	return task, nil
+}
+
+// TriggerScheduleFlow starts one flow of a kind flow schedule now, keyed by the store's
+// clock, without moving NextRunAt. It works on a paused schedule too.
+func (s *Store) TriggerScheduleFlow(ctx context.Context, name string) (*store.Flow, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	op := fmt.Sprintf("trigger schedule %q", name)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	row, err := s.lookupSchedule(op, name)
+	if err != nil {
+		return nil, err
+	}
+	if row.sc.Kind != store.ScheduleKindFlow {
+		return nil, fmt.Errorf("%s: %w", op, store.ErrScheduleOfKindTask)
+	}
+	p := *store.CloneFlowParams(row.sc.Flow)
+	p.IdempotencyKey = store.ScheduleTriggerKey(name, s.clock())
+	if err := p.Normalize(); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	res, err := s.createFlow(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return res.Flow, nil
 }
 
 // insertRun inserts one run of a template as CreateTasks would, unless a task holds key
@@ -415,6 +464,9 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 	for i, row := range due {
 		ticks, skipped, next := row.dueTicks(now, store.MaxCatchUpRuns, store.CatchUpScanLimit)
 		busy := row.sc.Overlap != store.OverlapAllow && s.liveRun(row.sc.CurrentRunID)
+		if row.sc.Kind == store.ScheduleKindFlow {
+			busy = row.sc.Overlap != store.OverlapAllow && s.liveFlowRun(row.sc.CurrentRunID)
+		}
 		waiting := row.sc.Overlap != store.OverlapAllow && s.runEntry(row.sc.WaitingRunID) != nil &&
 			s.runEntry(row.sc.WaitingRunID).task.Status == store.StatusPending
 		runTicks, heldFrom := overlapTicks(ticks, row.sc.Overlap, busy, waiting)
@@ -422,7 +474,12 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 		ticks = runTicks
 		plans[i] = plan{row: row, ticks: ticks, heldFrom: heldFrom,
 			claim: store.ScheduleClaim{Name: row.sc.Name, SkippedTicks: skipped, NextRunAt: next}}
-		if len(ticks) > 0 {
+		if len(ticks) > 0 && row.sc.Kind == store.ScheduleKindFlow {
+			p := *store.CloneFlowParams(row.sc.Flow)
+			if err := p.Normalize(); err != nil {
+				return nil, fmt.Errorf("%s: schedule %q: %w", op, row.sc.Name, err)
+			}
+		} else if len(ticks) > 0 {
 			p := store.CreateParams{Kind: row.sc.Task.Kind, Queue: row.sc.Task.Queue,
 				Payload: row.sc.Task.Payload, MaxAttempts: row.sc.Task.MaxAttempts}
 			if err := p.Normalize(); err != nil {
@@ -435,7 +492,13 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 	for i, p := range plans {
 		sc := &p.row.sc
 		previous := sc.CurrentRunID
+		if sc.Kind == store.ScheduleKindFlow {
+			p.claim.Flows = s.startScheduledFlows(sc, p.ticks)
+		}
 		for j, tick := range p.ticks {
+			if sc.Kind == store.ScheduleKindFlow {
+				break // started above
+			}
 			at := tick
 			if j >= p.heldFrom {
 				at = store.HeldRunAt
@@ -475,6 +538,31 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 	}
 	s.notify(wake)
 	return claims, nil
+}
+
+// startScheduledFlows starts one flow per tick of a kind flow schedule, keyed
+// schedule:<name>:<unix of the tick>; a tick whose flow exists (its key is held) starts
+// nothing. The newest flow started becomes the current run. Callers hold s.mu.
+func (s *Store) startScheduledFlows(sc *store.Schedule, ticks []time.Time) []*store.Flow {
+	var started []*store.Flow
+	for _, tick := range ticks {
+		p := *store.CloneFlowParams(sc.Flow)
+		p.IdempotencyKey = store.ScheduleRunKey(sc.Name, tick)
+		if err := p.Normalize(); err != nil { // validated before any write
+			panic(fmt.Sprintf("memory store: claim schedule %q: %v", sc.Name, err))
+		}
+		res, err := s.createFlow(p)
+		if err != nil {
+			panic(fmt.Sprintf("memory store: claim schedule %q: %v", sc.Name, err))
+		}
+		if res.Existing {
+			continue
+		}
+		id := res.Flow.ID
+		sc.CurrentRunID = &id
+		started = append(started, res.Flow)
+	}
+	return started
 }
 
 // overlapTicks is the overlap rule of queries/schedule_claim.sql (planned): which of the ticks

@@ -15,6 +15,7 @@ var (
 	sqlReplayTasks         = query("replay_tasks.sql")
 	sqlCountReplayable     = query("count_replayable.sql")
 	sqlDeleteFinishedTasks = query("delete_finished_tasks.sql")
+	sqlDeleteFinishedFlows = query("delete_finished_flows.sql")
 )
 
 // ReplayTasks replays matching DEAD and FAILED tasks in one statement.
@@ -60,7 +61,13 @@ func (s *Store) DeleteFinishedTasks(ctx context.Context, params store.RetentionP
 	if err != nil {
 		return 0, translate("delete finished tasks", err)
 	}
-	return int(tag.RowsAffected()), nil
+	// Then whole flows, each with its tasks in one statement (never half a flow).
+	var flowTasks int
+	err = s.pool.QueryRow(ctx, sqlDeleteFinishedFlows, planPerCall, cutoff(params.SucceededBefore), cutoff(params.FailedBefore), params.Limit).Scan(&flowTasks)
+	if err != nil {
+		return 0, translate("delete finished flows", err)
+	}
+	return int(tag.RowsAffected()) + flowTasks, nil
 }
 
 // Ping checks that the database answers.

@@ -81,7 +81,8 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 	return tasks, nil
 }
 
-// collectClaimedTasks reads the rows of a claim: a task and its trace context.
+// collectClaimedTasks reads the rows of a claim: a task, its trace context and its flow
+// step.
 func collectClaimedTasks(rows pgx.Rows, err error) ([]*store.Task, error) {
 	if err != nil {
 		return nil, err
@@ -89,10 +90,12 @@ func collectClaimedTasks(rows pgx.Rows, err error) ([]*store.Task, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Task, error) {
 		var s taskScan
 		var trace []byte
-		if err := row.Scan(append(s.dest(), &trace)...); err != nil {
+		var fs flowScan
+		if err := row.Scan(append(append(s.dest(), &trace), fs.dest()...)...); err != nil {
 			return nil, err
 		}
 		t := s.result()
+		fs.apply(t)
 		if err := decodeTraceContext(t, trace); err != nil {
 			return nil, err
 		}
@@ -194,21 +197,27 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		return results, nil
 	}
 
-	rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryIns, outputs)
-	if err != nil {
-		return nil, translate("record outcomes", err)
-	}
 	written := make([]bool, len(sent))
-	var ord int64
-	var status string
-	_, err = pgx.ForEachRow(rows, []any{&ord, &status}, func() error {
-		k := int(ord) - 1
-		if k < 0 || k >= len(sent) {
-			return fmt.Errorf("outcome position %d out of range", ord)
+	// A retry after a deadlock (rare: two failures of one flow at once, docs/architecture.md
+	// "Flows") reruns the whole statement, which wrote nothing.
+	err := retryDeadlock(func() error {
+		clear(written)
+		rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryIns, outputs)
+		if err != nil {
+			return err
 		}
-		written[k] = true
-		results[sent[k]].Status = store.Status(status)
-		return nil
+		var ord int64
+		var status string
+		_, err = pgx.ForEachRow(rows, []any{&ord, &status}, func() error {
+			k := int(ord) - 1
+			if k < 0 || k >= len(sent) {
+				return fmt.Errorf("outcome position %d out of range", ord)
+			}
+			written[k] = true
+			results[sent[k]].Status = store.Status(status)
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, translate("record outcomes", err)
@@ -238,8 +247,10 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) 
 	if held == nil {
 		held = []uuid.UUID{} // an empty array, not NULL: "<> ALL (NULL)" matches nothing
 	}
-	err := s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit,
-		params.BackoffBase.Seconds(), params.BackoffMax.Seconds(), held).Scan(&n)
+	err := retryDeadlock(func() error {
+		return s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit,
+			params.BackoffBase.Seconds(), params.BackoffMax.Seconds(), held).Scan(&n)
+	})
 	if err != nil {
 		return 0, translate("reap expired leases", err)
 	}

@@ -72,7 +72,7 @@ func (f *flowControlledQueues) mark(queue string, controlled bool) {
 }
 
 // collectLimitedClaim reads rota.claim_limited's rows: (held, retry_ms, the task's
-// columns, trace_context); a row with held set carries the report and no task.
+// columns, trace_context, its flow step's columns); a row with held set carries the report and no task.
 func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) ([]*store.Task, error) {
 	defer rows.Close()
 	tasks := []*store.Task{}
@@ -90,10 +90,13 @@ func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) ([]*store.Tas
 		}
 		var ts taskScan
 		var trace []byte
-		if err := rows.Scan(append(append([]any{&held, &retryMS}, ts.dest()...), &trace)...); err != nil {
+		var fs flowScan
+		dst := append(append([]any{&held, &retryMS}, ts.dest()...), &trace)
+		if err := rows.Scan(append(dst, fs.dest()...)...); err != nil {
 			return nil, err
 		}
 		t := ts.result()
+		fs.apply(t)
 		if err := decodeTraceContext(t, trace); err != nil {
 			return nil, err
 		}

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -82,6 +83,63 @@ FROM (
                               ELSE 'SUCCEEDED' END AS status) s
 ) t`
 
+// scaleLoadFlows adds $1 flows of the shape a -> b (for_each over a's two elements) -> c,
+// with their steps and tasks: 80% SUCCEEDED within the last 7 days, 10% FAILED within
+// 30 days (b's first element failed, c never ran), 10% RUNNING (b's elements pending).
+// The failed flows' succeeded tasks lie past the 7-day cut-off: plain retention must not
+// walk them (they go with their flow).
+const scaleLoadFlows = `
+WITH f AS (
+    SELECT g, md5(g::text || random()::text) AS h,
+           CASE g % 10 WHEN 0 THEN 'RUNNING' WHEN 1 THEN 'FAILED' ELSE 'SUCCEEDED' END AS status,
+           CASE g % 10 WHEN 0 THEN now() - random() * interval '1 hour'
+                       WHEN 1 THEN now() - random() * interval '30.05 days'
+                       ELSE now() - random() * interval '7.05 days' END AS created
+    FROM generate_series(1, $1::bigint) AS g
+), flows AS (
+    INSERT INTO rota.flows (id, name, queue, status, steps_left, created_at, updated_at, completed_at)
+    SELECT (lpad(to_hex((extract(epoch FROM created) * 1000)::bigint), 12, '0') || '7'
+            || substr(h, 1, 3) || '8' || substr(h, 4, 15))::uuid,
+           'scale-flow-' || (g % 10), 'q' || (g % 50), status,
+           CASE status WHEN 'SUCCEEDED' THEN 0 ELSE 2 END, created, created,
+           CASE WHEN status <> 'RUNNING' THEN created + interval '5 seconds' END
+    FROM f
+    RETURNING id, queue, status, created_at
+), steps AS (
+    INSERT INTO rota.flow_steps (flow_id, name, position, kind, queue, payload, depends_on, for_each,
+                                 max_attempts, priority, timeout_seconds, state, deps_left, tasks_left, task_count, output)
+    SELECT fl.id, s.name, s.pos, 'k_' || s.name, fl.queue, '{}', s.deps, s.fe, 3, 0, 0,
+           CASE WHEN fl.status = 'SUCCEEDED' OR s.name = 'a' THEN 'SUCCEEDED'
+                WHEN s.name = 'b' THEN 'STARTED'
+                WHEN fl.status = 'FAILED' THEN 'CANCELED' ELSE 'WAITING' END,
+           CASE WHEN s.name = 'c' AND fl.status <> 'SUCCEEDED' THEN 1 ELSE 0 END,
+           CASE WHEN s.name = 'b' AND fl.status = 'RUNNING' THEN 2 WHEN s.name = 'b' AND fl.status = 'FAILED' THEN 1
+                WHEN s.name = 'c' AND fl.status <> 'SUCCEEDED' THEN NULL ELSE 0 END,
+           CASE WHEN s.name = 'b' THEN 2 WHEN s.name = 'c' AND fl.status <> 'SUCCEEDED' THEN NULL ELSE 1 END,
+           CASE WHEN s.name = 'a' THEN '[1, 2]'::jsonb WHEN fl.status = 'SUCCEEDED' THEN '"done"'::jsonb END
+    FROM flows fl,
+         (VALUES ('a', 0, '{}'::text[], NULL), ('b', 1, '{a}', 'a'), ('c', 2, '{b}', NULL)) AS s (name, pos, deps, fe)
+)
+INSERT INTO rota.tasks (id, queue, kind, payload, status, scheduled_for, attempt_count, max_attempts,
+                        completed_at, last_error, created_at, updated_at,
+                        flow_id, flow_step, flow_index, flow_item, flow_inputs, output)
+SELECT rota.new_task_id(t.n), fl.queue, 'k_' || t.step, '{}', t.status, fl.created_at,
+       CASE WHEN t.status = 'PENDING' THEN 0 ELSE 1 END, 3,
+       CASE WHEN t.status <> 'PENDING' THEN fl.created_at + interval '1 second' END,
+       CASE WHEN t.status = 'FAILED' THEN 'scale: step failed' END,
+       fl.created_at, fl.created_at,
+       fl.id, t.step, t.idx, t.item, t.inputs, CASE WHEN t.status = 'SUCCEEDED' THEN '"out"'::jsonb END
+FROM flows fl
+CROSS JOIN LATERAL (VALUES
+    (1, 'a', 0, NULL::jsonb, '{}'::jsonb, 'SUCCEEDED'),
+    (2, 'b', 0, '1'::jsonb, '{"a": [1, 2]}'::jsonb,
+        CASE fl.status WHEN 'RUNNING' THEN 'PENDING' WHEN 'FAILED' THEN 'FAILED' ELSE 'SUCCEEDED' END),
+    (3, 'b', 1, '2'::jsonb, '{"a": [1, 2]}'::jsonb,
+        CASE fl.status WHEN 'RUNNING' THEN 'PENDING' ELSE 'SUCCEEDED' END),
+    (4, 'c', 0, NULL::jsonb, '{"b": ["out", "out"]}'::jsonb, 'SUCCEEDED')
+) AS t (n, step, idx, item, inputs, status)
+WHERE t.step <> 'c' OR fl.status = 'SUCCEEDED'`
+
 const scaleLoadAttempts = `
 INSERT INTO rota.task_attempts (task_id, attempt, worker_id, started_at, finished_at, outcome, error)
 SELECT t.id, a, 'scale-worker', t.completed_at - interval '1 second', t.completed_at,
@@ -119,6 +177,7 @@ func loadScale(t testing.TB, pool *pgxpool.Pool, n int64, logf func(string, ...a
 	for from := int64(1); from <= n; from += chunk {
 		run(fmt.Sprintf("tasks %d-%d", from, min(from+chunk-1, n)), scaleLoadTasks, from, min(from+chunk-1, n))
 	}
+	run("flows", scaleLoadFlows, max(n/100, 10))
 	run("attempts", scaleLoadAttempts)
 	run("dead letters", scaleLoadDeadLetters)
 	run("origin role", `SET session_replication_role = origin`)
@@ -132,9 +191,19 @@ func loadScale(t testing.TB, pool *pgxpool.Pool, n int64, logf func(string, ...a
 			        (SELECT id FROM rota.tasks WHERE status = CASE WHEN $2::text = 'cancel_other' THEN 'SUCCEEDED' ELSE 'PROCESSING' END
 			         LIMIT 1))`, fmt.Sprintf("scale-%d", i), overlap)
 	}
+	// Two schedules of kind flow (migration 0021): allow starts a flow in the claim's
+	// transaction; skip finds its current flow RUNNING (the claim's rota.flows probe).
+	for i, overlap := range []string{"allow", "skip"} {
+		run("flow schedule", `INSERT INTO rota.schedules (name, kind, cron_spec, task_kind, task_queue, next_run_at, overlap,
+			                            flow_template, current_run_id)
+			VALUES ($1, 'flow', '* * * * *', 'flow', 'q1', now() - interval '30 seconds', $2::text,
+			        '{"queue": "q1", "steps": [{"name": "a", "kind": "noop", "queue": "q1", "payload": {}, "max_attempts": 3}]}',
+			        (SELECT id FROM rota.flows WHERE status = 'RUNNING' LIMIT 1))`, fmt.Sprintf("scale-flow-%d", i), overlap)
+	}
 	run("vacuum analyze tasks", `VACUUM ANALYZE rota.tasks`)
 	run("vacuum analyze attempts", `VACUUM ANALYZE rota.task_attempts`)
 	run("vacuum analyze dead letters", `VACUUM ANALYZE rota.dead_letters`)
+	run("vacuum analyze flows", `VACUUM ANALYZE rota.flows, rota.flow_steps`)
 }
 
 // explained is what auto_explain reported for one statement Rota ran.
@@ -285,6 +354,7 @@ type scaleWork struct {
 	claimed         []*store.Task
 	enqueued        []uuid.UUID
 	enqueuedLimited []uuid.UUID // of q5, which has limits
+	flow            *store.Flow // the flow "create flow" made
 }
 
 // limitedClaim sets queue's settings (an empty patch: as they are) and claims from it:
@@ -471,6 +541,45 @@ func scaleStatements() []scaleStatement {
 			_, err := st.Throughput(ctx, time.Now().Add(-time.Hour).Truncate(time.Minute), time.Minute)
 			return err
 		}},
+		{Name: "create flow (3 steps)", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			res, err := st.CreateFlow(ctx, store.FlowParams{Name: "scale-flow-1", Queue: "flowq", Steps: []store.StepParams{
+				{Name: "a", Kind: "k_a"},
+				{Name: "b", Kind: "k_b", DependsOn: []string{"a"}, ForEach: "a"},
+				{Name: "c", Kind: "k_c", DependsOn: []string{"b"}},
+			}})
+			w.flow = res.Flow
+			return err
+		}},
+		{Name: "get flow", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			_, err := st.GetFlow(ctx, w.flow.ID)
+			return err
+		}},
+		{Name: "flow step outcome (fan-out of 2)", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			return flowStepOutcomes(ctx, st, w, `[1, 2]`)
+		}},
+		{Name: "flow step outcomes (fan-in, the flow's last step starts)", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			return flowStepOutcomes(ctx, st, w, `"out"`)
+		}},
+		{Name: "list flows", Run: func(ctx context.Context, st *postgres.Store, _ *scaleWork) error {
+			_, _, err := st.ListFlows(ctx, store.FlowListParams{})
+			return err
+		}},
+		{Name: "list flows (FAILED)", Run: func(ctx context.Context, st *postgres.Store, _ *scaleWork) error {
+			_, _, err := st.ListFlows(ctx, store.FlowListParams{Statuses: []store.FlowStatus{store.FlowFailed}})
+			return err
+		}},
+		{Name: "list flows (by name)", Run: func(ctx context.Context, st *postgres.Store, _ *scaleWork) error {
+			_, _, err := st.ListFlows(ctx, store.FlowListParams{Name: "scale-flow-3"})
+			return err
+		}},
+		{Name: "cancel flow", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			_, err := st.CancelFlow(ctx, w.flow.ID)
+			return err
+		}},
+		{Name: "replay flow", Run: func(ctx context.Context, st *postgres.Store, w *scaleWork) error {
+			_, err := st.ReplayFlow(ctx, w.flow.ID)
+			return err
+		}},
 		{Name: "schedule runs", Run: func(ctx context.Context, st *postgres.Store, _ *scaleWork) error {
 			_, _, err := st.ListScheduleRuns(ctx, store.ScheduleRunsParams{Name: "scale-1", Limit: 50})
 			return err
@@ -635,3 +744,21 @@ func TestStatementsAreIndexBound(t *testing.T) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// flowStepOutcomes claims the PENDING tasks of the flow "create flow" made (queue flowq)
+// and records their success with output: the flow trigger moves the flow on.
+func flowStepOutcomes(ctx context.Context, st *postgres.Store, w *scaleWork, output string) error {
+	tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "flowq", From: store.StatusPending, WorkerID: "bench", Limit: 10, LeaseDuration: time.Minute})
+	if err != nil {
+		return err
+	}
+	if len(tasks) == 0 {
+		return fmt.Errorf("no step task of flow %s to claim", w.flow.ID)
+	}
+	outs := make([]store.Outcome, len(tasks))
+	for i, task := range tasks {
+		outs[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed, Output: json.RawMessage(output)}
+	}
+	_, err = st.RecordOutcomes(ctx, outs)
+	return err
+}

@@ -22,18 +22,19 @@ var _ store.ScheduleStore = (*Store)(nil)
 // The schedule statements (queries/schedule_*.sql). Every next_run_at the adapter writes
 // is computed by the database (rota.next_cron_tick), never by this process's clock.
 var (
-	sqlCreateSchedule     = query("schedule_create.sql")
-	sqlGetSchedule        = query("schedule_get.sql")
-	sqlListSchedules      = query("schedule_list.sql")
-	sqlUpdateSchedule     = query("schedule_update.sql")
-	sqlDeleteSchedule     = query("schedule_delete.sql")
-	sqlPauseSchedule      = query("schedule_pause.sql")
-	sqlResumeSchedule     = query("schedule_resume.sql")
-	sqlRescheduleSchedule = query("schedule_reschedule.sql")
-	sqlScheduleTemplate   = query("schedule_template.sql")
-	sqlScheduleExists     = query("schedule_exists.sql")
-	sqlListScheduleRuns   = query("schedule_runs.sql")
-	sqlClaimSchedules     = strings.NewReplacer(
+	sqlCreateSchedule        = query("schedule_create.sql")
+	sqlGetSchedule           = query("schedule_get.sql")
+	sqlListSchedules         = query("schedule_list.sql")
+	sqlUpdateSchedule        = query("schedule_update.sql")
+	sqlDeleteSchedule        = query("schedule_delete.sql")
+	sqlPauseSchedule         = query("schedule_pause.sql")
+	sqlResumeSchedule        = query("schedule_resume.sql")
+	sqlRescheduleSchedule    = query("schedule_reschedule.sql")
+	sqlScheduleTemplate      = query("schedule_template.sql")
+	sqlScheduleExists        = query("schedule_exists.sql")
+	sqlListScheduleRuns      = query("schedule_runs.sql")
+	sqlScheduleSetCurrentRun = query("schedule_set_current_run.sql")
+	sqlClaimSchedules        = strings.NewReplacer(
 		"{{max_runs}}", strconv.Itoa(store.MaxCatchUpRuns),
 		"{{scan_limit}}", strconv.Itoa(store.CatchUpScanLimit)).Replace(query("schedule_claim.sql"))
 )
@@ -70,6 +71,7 @@ type scheduleScan struct {
 	currentRunID   pgtype.UUID
 	waitingRunID   pgtype.UUID
 	lastSkippedAt  pgtype.Timestamptz
+	flowTemplate   []byte
 }
 
 func uuidPtr(id pgtype.UUID) *uuid.UUID {
@@ -86,8 +88,15 @@ func scanSchedule(row pgx.Row) (*store.Schedule, error) {
 	if err := row.Scan(&sc.Name, &sc.Kind, &sc.CronSpec, &sc.Timezone, &sc.Task.Kind, &sc.Task.Queue,
 		&s.payload, &s.maxAttempts, &sc.Enabled, &s.catchUp, &sc.NextRunAt, &s.lastRunAt,
 		&s.lastEnqueuedAt, &sc.CreatedAt, &sc.UpdatedAt, &s.overlap, &s.currentRunID, &s.waitingRunID,
-		&sc.SkippedTicks, &s.lastSkippedAt); err != nil {
+		&sc.SkippedTicks, &s.lastSkippedAt, &s.flowTemplate); err != nil {
 		return nil, err
+	}
+	if s.flowTemplate != nil {
+		flow, err := store.DecodeFlowTemplate(s.flowTemplate)
+		if err != nil {
+			return nil, err
+		}
+		sc.Flow = flow
 	}
 	sc.Task.Payload = json.RawMessage(s.payload)
 	sc.Task.MaxAttempts = int(s.maxAttempts)
@@ -112,9 +121,16 @@ func (s *Store) CreateSchedule(ctx context.Context, params store.ScheduleParams)
 		return nil, fmt.Errorf("create schedule: %w", err)
 	}
 	op := fmt.Sprintf("create schedule %q", p.Name)
+	var flowTemplate []byte // NULL for kind task
+	if p.Flow != nil {
+		var err error
+		if flowTemplate, err = store.EncodeFlowTemplate(p.Flow); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
 	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlCreateSchedule, p.Name, p.Kind, p.Task.Kind,
 		p.Task.Queue, []byte(p.Task.Payload), p.Task.MaxAttempts, p.CronSpec, p.Timezone, *p.Enabled,
-		string(p.CatchUp), string(p.Overlap)))
+		string(p.CatchUp), string(p.Overlap), flowTemplate))
 	if err != nil {
 		return nil, translateSchedule(op, err)
 	}
@@ -154,12 +170,31 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	var (
-		kind, queue *string
-		payload     []byte
-		maxAttempts *int
-		catchUp     *string
-		overlap     *string
+		kind, queue  *string
+		payload      []byte
+		maxAttempts  *int
+		catchUp      *string
+		overlap      *string
+		flowTemplate []byte
 	)
+	if u.Task != nil || u.Flow != nil || u.Overlap != nil {
+		// A schedule's kind never changes, so reading it first cannot race.
+		cur, err := s.GetSchedule(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if err := u.CheckUpdateForKind(cur.Kind); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	if u.Flow != nil {
+		var err error
+		if flowTemplate, err = store.EncodeFlowTemplate(u.Flow); err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		t := store.FlowPlaceholderTask(u.Flow)
+		u.Task = &t
+	}
 	if u.Task != nil {
 		kind, queue, maxAttempts = &u.Task.Kind, &u.Task.Queue, &u.Task.MaxAttempts
 		payload = u.Task.Payload
@@ -173,7 +208,7 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 		overlap = &o
 	}
 	sc, err := scanSchedule(s.pool.QueryRow(ctx, sqlUpdateSchedule, name, u.CronSpec, u.Timezone,
-		kind, queue, payload, maxAttempts, u.Enabled, catchUp, overlap))
+		kind, queue, payload, maxAttempts, u.Enabled, catchUp, overlap, flowTemplate))
 	if err != nil {
 		return nil, translateSchedule(op, err)
 	}
@@ -232,9 +267,16 @@ func (s *Store) TriggerSchedule(ctx context.Context, name string) (*store.Task, 
 		maxAttempts int32
 		now         time.Time
 	)
-	err := s.pool.QueryRow(ctx, sqlScheduleTemplate, name).Scan(&p.Kind, &p.Queue, &payload, &maxAttempts, &now)
+	var (
+		kind     string
+		template []byte
+	)
+	err := s.pool.QueryRow(ctx, sqlScheduleTemplate, name).Scan(&p.Kind, &p.Queue, &payload, &maxAttempts, &now, &kind, &template)
 	if err != nil {
 		return nil, translateSchedule(op, err)
+	}
+	if kind == store.ScheduleKindFlow {
+		return nil, fmt.Errorf("%s: %w", op, store.ErrScheduleOfKindFlow)
 	}
 	p.Payload, p.MaxAttempts = payload, int(maxAttempts)
 	p.IdempotencyKey = store.ScheduleTriggerKey(name, now)
@@ -245,45 +287,144 @@ func (s *Store) TriggerSchedule(ctx context.Context, name string) (*store.Task, 
 	return res[0].Task, nil
 }
 
-// ClaimDueSchedules claims up to Limit due schedules in one statement, atomic by itself
-// (queries/schedule_claim.sql): it locks them (SKIP LOCKED), plans their ticks in the
+// TriggerScheduleFlow starts one flow of a kind flow schedule now, keyed by the
+// database's clock, without moving NextRunAt. It works on a paused schedule too.
+func (s *Store) TriggerScheduleFlow(ctx context.Context, name string) (*store.Flow, error) {
+	op := fmt.Sprintf("trigger schedule %q", name)
+	var res store.FlowCreateResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var (
+			taskKind, queue, kind string
+			payload, template     []byte
+			maxAttempts           int32
+			now                   time.Time
+		)
+		err := tx.QueryRow(ctx, sqlScheduleTemplate, name).Scan(&taskKind, &queue, &payload, &maxAttempts, &now, &kind, &template)
+		if err != nil {
+			return translateSchedule(op, err)
+		}
+		if kind != store.ScheduleKindFlow {
+			return fmt.Errorf("%s: %w", op, store.ErrScheduleOfKindTask)
+		}
+		tmpl, err := store.DecodeFlowTemplate(template)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		tmpl.IdempotencyKey = store.ScheduleTriggerKey(name, now)
+		res, err = createFlow(ctx, tx, *tmpl)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.Flow, nil
+}
+
+// ClaimDueSchedules claims up to Limit due schedules in one transaction: one statement
+// (queries/schedule_claim.sql) locks them (SKIP LOCKED), plans their ticks in the
 // database (catch-up, then overlap), advances next_run_at, cancels the runs cancel_other
-// replaces and inserts the new ones; a tick whose run exists (its idempotency key is
-// held) is not inserted again.
+// replaces and inserts the new tasks; a tick whose run exists (its idempotency key is
+// held) is not inserted again. For kind flow schedules it returns the planned ticks,
+// and the same transaction starts their flows (startScheduledFlows): a flow exists if
+// and only if its schedule's advance committed, and the row lock keeps every other
+// claimer off the schedule until then.
 func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedulesParams) ([]store.ScheduleClaim, error) {
 	const op = "claim due schedules"
 	if params.Limit < 1 || params.Limit > store.MaxListLimit {
 		return nil, fmt.Errorf("%s: %w: limit must be between 1 and %d, got %d", op, store.ErrInvalid, store.MaxListLimit, params.Limit)
 	}
-	rows, err := s.pool.Query(ctx, claimSchedulesSQL(params.Limit))
+	var claims []store.ScheduleClaim
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var (
+			flows []scheduledFlows
+			err   error
+		)
+		claims, flows, err = claimSchedules(ctx, tx, params.Limit)
+		if err != nil {
+			return err
+		}
+		return startScheduledFlows(ctx, tx, claims, flows)
+	})
 	if err != nil {
 		return nil, translateSchedule(op, err)
 	}
+	return claims, nil
+}
+
+// scheduledFlows are the ticks of a kind flow schedule a claim planned, with its
+// template (claim is the index of its ScheduleClaim).
+type scheduledFlows struct {
+	claim    int
+	ticks    []time.Time
+	template []byte
+}
+
+// claimSchedules runs the claim statement and reads its rows (errors untranslated).
+func claimSchedules(ctx context.Context, tx pgx.Tx, limit int) ([]store.ScheduleClaim, []scheduledFlows, error) {
+	rows, err := tx.Query(ctx, claimSchedulesSQL(limit))
+	if err != nil {
+		return nil, nil, err
+	}
 	defer rows.Close()
-	var claims []store.ScheduleClaim
+	var (
+		claims []store.ScheduleClaim
+		flows  []scheduledFlows
+	)
 	for rows.Next() {
 		var (
-			name    string
-			skipped int32
-			next    time.Time
-			hasRun  bool
+			name      string
+			skipped   int32
+			next      time.Time
+			hasRun    bool
+			flowTicks []time.Time
+			template  []byte
 		)
-		task, err := scanTask(rows, &name, &skipped, &next, &hasRun)
+		task, err := scanTask(rows, &name, &skipped, &next, &hasRun, &flowTicks, &template)
 		if err != nil {
-			return nil, translateSchedule(op, err)
+			return nil, nil, err
 		}
 		if n := len(claims); n == 0 || claims[n-1].Name != name {
 			claims = append(claims, store.ScheduleClaim{Name: name, SkippedTicks: int(skipped), NextRunAt: next.UTC()})
+			if len(flowTicks) > 0 {
+				flows = append(flows, scheduledFlows{claim: len(claims) - 1, ticks: flowTicks, template: template})
+			}
 		}
 		if hasRun {
 			c := &claims[len(claims)-1]
 			c.Runs = append(c.Runs, task)
 		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, translateSchedule(op, err)
+	return claims, flows, rows.Err()
+}
+
+// startScheduledFlows starts one flow per planned tick of the kind flow schedules, keyed
+// schedule:<name>:<unix of the tick> (a tick whose flow exists starts nothing), and names
+// the newest flow started the schedule's current run (overlap skip reads it).
+func startScheduledFlows(ctx context.Context, tx pgx.Tx, claims []store.ScheduleClaim, flows []scheduledFlows) error {
+	for _, sf := range flows {
+		c := &claims[sf.claim]
+		tmpl, err := store.DecodeFlowTemplate(sf.template)
+		if err != nil {
+			return fmt.Errorf("schedule %q: %w", c.Name, err)
+		}
+		for _, tick := range sf.ticks {
+			p := *store.CloneFlowParams(tmpl)
+			p.IdempotencyKey = store.ScheduleRunKey(c.Name, tick)
+			res, err := createFlow(ctx, tx, p)
+			if err != nil {
+				return fmt.Errorf("schedule %q: %w", c.Name, err)
+			}
+			if !res.Existing {
+				c.Flows = append(c.Flows, res.Flow)
+			}
+		}
+		if n := len(c.Flows); n > 0 {
+			if _, err := tx.Exec(ctx, sqlScheduleSetCurrentRun, c.Name, c.Flows[n-1].ID); err != nil {
+				return err
+			}
+		}
 	}
-	return claims, nil
+	return nil
 }
 
 // ListScheduleRuns pages through the tasks a schedule created (claims and triggers),

@@ -185,3 +185,30 @@ func timePtr(ts pgtype.Timestamptz) *time.Time {
 func nullUUID(id uuid.UUID) pgtype.UUID {
 	return pgtype.UUID{Bytes: id, Valid: id != uuid.Nil}
 }
+
+// flowScan holds the scan targets of a task's flow columns (migration 0019), in this
+// order: flow_id, flow_step, flow_index, flow_item, flow_inputs.
+type flowScan struct {
+	id     pgtype.UUID
+	step   pgtype.Text
+	index  pgtype.Int4
+	item   []byte
+	inputs []byte
+}
+
+func (f *flowScan) dest() []any {
+	return []any{&f.id, &f.step, &f.index, &f.item, &f.inputs}
+}
+
+// apply sets t's flow fields: none for a plain task; Item and Index only for a task of a
+// for_each step (flow_item set; a single-task step's flow_index is 0 and means nothing).
+func (f *flowScan) apply(t *store.Task) {
+	if !f.id.Valid {
+		return
+	}
+	t.FlowID, t.Step, t.Inputs = uuid.UUID(f.id.Bytes), f.step.String, f.inputs
+	if f.item != nil {
+		i := int(f.index.Int32)
+		t.Item, t.Index = f.item, &i
+	}
+}

@@ -142,10 +142,13 @@ func (s *Store) GetTask(ctx context.Context, id uuid.UUID) (*store.Task, error) 
 // untranslated.
 func (s *Store) getTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
 	var readAt time.Time
-	t, err := scanTask(s.pool.QueryRow(ctx, sqlGetTask, id), &readAt)
-	if err != nil {
+	var ts taskScan
+	var fs flowScan
+	if err := s.pool.QueryRow(ctx, sqlGetTask, id).Scan(append(append([]any{&readAt}, ts.dest()...), fs.dest()...)...); err != nil {
 		return nil, err
 	}
+	t := ts.result()
+	fs.apply(t)
 	t.ReadAt = readAt.UTC()
 	return t, nil
 }
@@ -193,7 +196,11 @@ const maxRaceRetries = 5
 // PROCESSING one to stop. An already CANCELED task is returned unchanged.
 func (s *Store) CancelTask(ctx context.Context, id uuid.UUID) (*store.Task, error) {
 	for range maxRaceRetries {
-		t, err := scanTask(s.pool.QueryRow(ctx, sqlCancelTask, id))
+		var t *store.Task
+		err := retryDeadlock(func() (err error) {
+			t, err = scanTask(s.pool.QueryRow(ctx, sqlCancelTask, id))
+			return err
+		})
 		if err == nil {
 			return t, nil
 		}

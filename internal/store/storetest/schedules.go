@@ -271,7 +271,7 @@ func testScheduleCreateErrors(t *testing.T, s store.Store) {
 		{"four fields", func(p *store.ScheduleParams) { p.CronSpec = "* * * *" }, ""},
 		{"unknown zone", func(p *store.ScheduleParams) { p.Timezone = "Mars/Olympus_Mons" }, ""},
 		{"unknown kind", func(p *store.ScheduleParams) { p.Kind = "workflow" }, "kind"},
-		{"flow kind (reserved)", func(p *store.ScheduleParams) { p.Kind = store.ScheduleKindFlow }, "kind"},
+		{"flow kind with a task", func(p *store.ScheduleParams) { p.Kind = store.ScheduleKindFlow }, "kind flow"},
 		{"unknown catch-up", func(p *store.ScheduleParams) { p.CatchUp = "sometimes" }, "catch_up"},
 		{"no task kind", func(p *store.ScheduleParams) { p.Task.Kind = "" }, "kind"},
 		{"bad task queue", func(p *store.ScheduleParams) { p.Task.Queue = "1queue" }, "queue"},

@@ -80,10 +80,12 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Concurrency", concurrencyTests},
 		{"Schedules", scheduleTests},
 		{"ScheduleOverlap", overlapTests},
+		{"ScheduleFlows", scheduleFlowTests},
 		{"Insights", insightsTests},
 		{"Workers", workerTests},
 		{"QueueSettings", queueSettingsTests},
 		{"Limits", limitTests},
+		{"Flows", flowTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -173,7 +173,8 @@ RETURNS TABLE (held text, retry_ms double precision,
     lease_expires_at timestamptz, cancel_requested_at timestamptz, enqueued_at timestamptz,
     processing_started_at timestamptz, completed_at timestamptz, last_error text,
     created_at timestamptz, updated_at timestamptz, output jsonb, group_key text,
-    trace_context jsonb)
+    trace_context jsonb, flow_id uuid, flow_step text, flow_index integer, flow_item jsonb,
+    flow_inputs jsonb)
 LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
 #variable_conflict use_column
 DECLARE
@@ -568,7 +569,8 @@ BEGIN
            c.attempt_count, c.max_attempts, c.idempotency_key, c.timeout_seconds,
            c.worker_id, c.lease_token, c.lease_expires_at, c.cancel_requested_at,
            c.enqueued_at, c.processing_started_at, c.completed_at, c.last_error,
-           c.created_at, c.updated_at, c.output, c.group_key, c.trace_context
+           c.created_at, c.updated_at, c.output, c.group_key, c.trace_context,
+           c.flow_id, c.flow_step, c.flow_index, c.flow_item, c.flow_inputs -- flowScan
     FROM claimed c
     ORDER BY c.priority DESC, c.scheduled_for, c.id;
 

@@ -66,7 +66,9 @@ WITH due AS (
               t.attempt_count, t.max_attempts, t.idempotency_key, t.timeout_seconds,
               t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
               t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
-              t.created_at, t.updated_at, t.output, t.group_key, t.trace_context
+              t.created_at, t.updated_at, t.output, t.group_key, t.trace_context,
+              -- flowScan: the flow step the task runs (migration 0019)
+              t.flow_id, t.flow_step, t.flow_index, t.flow_item, t.flow_inputs
 )
 SELECT *
 FROM claimed

@@ -20,7 +20,10 @@
 --             schedule's row) is not waited for: the schedule is left out, not advanced,
 --             due for the next claim. So a claim never waits for a task's lock while it
 --             holds a schedule's, and cannot deadlock;
---   runs:     one row per run with its id and whether it is held (buffer_one);
+--   runs:     one row per run with its id and whether it is held (buffer_one); kind
+--             task only: a kind flow schedule's planned ticks come back in flow_ticks,
+--             and the adapter starts their flows in this statement's transaction
+--             (schedules.go, migration 0021), then names the newest its current run;
 --   inserted: one task per tick with the run key schedule:<name>:<unix seconds of the
 --             tick> (store.ScheduleRunKey), due at the tick (a held run at 9999-12-31,
 --             store.HeldRunAt), with the columns and defaults of CreateTasks. ON CONFLICT
@@ -56,8 +59,8 @@
 -- One row per claimed schedule and run (has_run = false, placeholder task columns, for a
 -- schedule that enqueued nothing), by schedule name and tick.
 WITH due AS MATERIALIZED (
-    SELECT id, name, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id, waiting_run_id,
-           task_kind, task_queue, task_payload, task_max_attempts
+    SELECT id, name, kind, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id, waiting_run_id,
+           task_kind, task_queue, task_payload, task_max_attempts, flow_template
     FROM rota.schedules
     WHERE enabled AND next_run_at <= now()
     ORDER BY next_run_at
@@ -68,6 +71,7 @@ WITH due AS MATERIALIZED (
     -- "rota.tasks is not named here" above.
     SELECT d.*,
            CASE WHEN d.overlap = 'allow' OR d.current_run_id IS NULL THEN false
+                WHEN d.kind = 'flow' THEN coalesce(rota.schedule_flow_running(d.current_run_id), false)
                 ELSE coalesce(rota.schedule_run_status(d.current_run_id) IN ('PENDING', 'ENQUEUED', 'PROCESSING'), false) END AS busy,
            CASE WHEN d.overlap = 'allow' OR d.waiting_run_id IS NULL THEN false
                 ELSE coalesce(rota.schedule_run_status(d.waiting_run_id) = 'PENDING', false) END AS waiting
@@ -97,6 +101,7 @@ WITH due AS MATERIALIZED (
             || '8' || lpad(to_hex((row_number() OVER w) & 4095), 3, '0')
             || right(replace(gen_random_uuid()::text, '-', ''), 12))::uuid AS run_id
     FROM planned p, unnest(p.ticks) WITH ORDINALITY AS r (tick, ord)
+    WHERE p.kind = 'task'
     WINDOW w AS (ORDER BY p.name, r.ord)
 ), inserted AS (
     INSERT INTO rota.tasks AS t (id, queue, kind, payload, priority, scheduled_for,
@@ -132,6 +137,7 @@ WITH due AS MATERIALIZED (
     WHERE s.id = p.id
 )
 SELECT p.name, p.skipped, p.new_next_run_at, i.id IS NOT NULL AS has_run,
+       CASE WHEN p.kind = 'flow' THEN p.ticks END AS flow_ticks, p.flow_template,
        i.id, coalesce(i.queue, ''), coalesce(i.kind, ''), coalesce(i.payload, '{}'),
        coalesce(i.status, ''), coalesce(i.priority, 0), coalesce(i.scheduled_for, now()),
        coalesce(i.attempt_count, 0), coalesce(i.max_attempts, 0), i.idempotency_key,

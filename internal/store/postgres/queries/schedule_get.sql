@@ -1,6 +1,6 @@
 -- GetSchedule. The columns every schedule query returns, in this order (scanSchedule).
 SELECT name, kind, cron_spec, timezone, task_kind, task_queue, task_payload, task_max_attempts,
           enabled, catch_up, next_run_at, last_run_at, last_enqueued_at, created_at, updated_at,
-          overlap, current_run_id, waiting_run_id, skipped_ticks, last_skipped_at
+          overlap, current_run_id, waiting_run_id, skipped_ticks, last_skipped_at, flow_template
 FROM rota.schedules
 WHERE name = $1

@@ -1,0 +1,465 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/pgtest"
+)
+
+// TestFlowsUnderConcurrentBatches works many flows with concurrent workers that claim
+// tasks of several flows at once and record their outcomes in one RecordOutcomes call
+// each, as the committer does: siblings of a diamond and elements of a fan-out finish
+// at the same moment in different transactions, and one statement ends tasks of several
+// flows (whose flow rows must be locked in one order, or two batches deadlock). Every
+// flow must end SUCCEEDED (or FAILED where a step fails), no call may fail, and no step
+// may get a second task row: the join's inputs hold every output in element order.
+func TestFlowsUnderConcurrentBatches(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	const fanOuts, diamonds, failing = 25, 25, 10
+	fan := func(kindB string) store.FlowParams {
+		return store.FlowParams{Queue: "race", Steps: []store.StepParams{
+			{Name: "a", Kind: "emit"},
+			{Name: "b", Kind: kindB, DependsOn: []string{"a"}, ForEach: "a"},
+			{Name: "c", Kind: "join", DependsOn: []string{"b"}},
+		}}
+	}
+	diamond := store.FlowParams{Queue: "race", Steps: []store.StepParams{
+		{Name: "a", Kind: "work"},
+		{Name: "b", Kind: "work", DependsOn: []string{"a"}},
+		{Name: "c", Kind: "work", DependsOn: []string{"a"}},
+		{Name: "d", Kind: "join", DependsOn: []string{"b", "c"}},
+	}}
+	var fanIDs, diamondIDs, failingIDs []uuid.UUID
+	for i := range fanOuts + diamonds + failing {
+		p := diamond
+		switch {
+		case i%3 == 0 && len(fanIDs) < fanOuts:
+			p = fan("square")
+		case i%3 == 1 && len(failingIDs) < failing:
+			p = fan("square_or_fail")
+		case len(diamondIDs) == diamonds:
+			p = fan("square")
+		}
+		res, err := st.CreateFlow(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case p.Steps[1].Kind == "square_or_fail":
+			failingIDs = append(failingIDs, res.Flow.ID)
+		case p.Steps[1].Kind == "square":
+			fanIDs = append(fanIDs, res.Flow.ID)
+		default:
+			diamondIDs = append(diamondIDs, res.Flow.ID)
+		}
+	}
+
+	// outcomeFor is what a worker reports for a task: a emits 10 numbers, b squares its
+	// item (element 5 of a square_or_fail step fails for good), the others echo their step.
+	outcomeFor := func(task *store.Task) store.Outcome {
+		o := store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}
+		switch task.Kind {
+		case "emit":
+			o.Output = json.RawMessage(`[0,1,2,3,4,5,6,7,8,9]`)
+		case "square", "square_or_fail":
+			var n int
+			if err := json.Unmarshal(task.Item, &n); err != nil {
+				t.Errorf("task %s: item %s: %v", task.ID, task.Item, err)
+			}
+			if task.Kind == "square_or_fail" && n == 5 {
+				return store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Fail, Error: "five"}
+			}
+			o.Output = json.RawMessage(fmt.Sprint(n * n))
+		default:
+			o.Output = json.RawMessage(`"` + task.Step + `"`)
+		}
+		return o
+	}
+
+	deadline := time.Now().Add(2 * time.Minute)
+	var idle atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(w), 7))
+			for time.Now().Before(deadline) && !t.Failed() {
+				tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "race", From: store.StatusPending,
+					WorkerID: fmt.Sprint("w", w), Limit: 1 + rnd.IntN(12), LeaseDuration: time.Minute})
+				if err != nil {
+					t.Errorf("claim: %v", err)
+					return
+				}
+				if len(tasks) == 0 {
+					if idle.Add(1) > 200 {
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				idle.Store(0)
+				rnd.Shuffle(len(tasks), func(i, j int) { tasks[i], tasks[j] = tasks[j], tasks[i] })
+				outcomes := make([]store.Outcome, len(tasks))
+				for i, task := range tasks {
+					outcomes[i] = outcomeFor(task)
+				}
+				res, err := st.RecordOutcomes(ctx, outcomes)
+				if err != nil {
+					t.Errorf("record %d outcomes: %v", len(outcomes), err)
+					return
+				}
+				for _, r := range res {
+					if r.Err != nil {
+						t.Errorf("outcome of %s: %v", r.TaskID, r.Err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+
+	squares := `[0,1,4,9,16,25,36,49,64,81]`
+	for _, id := range fanIDs {
+		f := getFlowOK(t, st, id)
+		if f.Status != store.FlowSucceeded {
+			t.Fatalf("fan-out flow %s is %s", id, f.Status)
+		}
+		c := mustGet(t, st, stepTaskIDs(t, f, "c", 1)[0])
+		var inputs map[string]json.RawMessage
+		if err := json.Unmarshal(c.Inputs, &inputs); err != nil || compactJSON(t, inputs["b"]) != squares {
+			t.Fatalf("flow %s: c's inputs %s, want b = %s", id, c.Inputs, squares)
+		}
+		stepTaskIDs(t, f, "b", 10)
+	}
+	for _, id := range diamondIDs {
+		f := getFlowOK(t, st, id)
+		if f.Status != store.FlowSucceeded {
+			t.Fatalf("diamond flow %s is %s", id, f.Status)
+		}
+		d := mustGet(t, st, stepTaskIDs(t, f, "d", 1)[0])
+		if compactJSON(t, d.Inputs) != `{"b":"b","c":"c"}` {
+			t.Fatalf("flow %s: d's inputs %s", id, d.Inputs)
+		}
+	}
+	for _, id := range failingIDs {
+		f := getFlowOK(t, st, id)
+		if f.Status != store.FlowFailed {
+			t.Fatalf("flow %s with a failing element is %s", id, f.Status)
+		}
+		stepTaskIDs(t, f, "b", 10)
+		stepTaskIDs(t, f, "c", 0)
+	}
+	// The database agrees: one task row per (flow, step, element), none left waiting.
+	var dup, waiting int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM rota.tasks WHERE flow_id IS NOT NULL
+		GROUP BY flow_id, flow_step, flow_index HAVING count(*) > 1) d`).Scan(&dup); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rota.tasks WHERE status IN ('PENDING', 'ENQUEUED', 'PROCESSING')`).Scan(&waiting); err != nil {
+		t.Fatal(err)
+	}
+	if dup != 0 || waiting != 0 {
+		t.Fatalf("%d elements with two task rows, %d tasks still waiting or running", dup, waiting)
+	}
+}
+
+// TestFlowStepTaskRowIsUnique: the index behind "a step never has two task rows for one
+// element" refuses a second row whatever path would write it.
+func TestFlowStepTaskRowIsUnique(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	res, err := st.CreateFlow(ctx, store.FlowParams{Steps: []store.StepParams{{Name: "a", Kind: "k"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pool.Exec(ctx, `INSERT INTO rota.tasks (id, queue, kind, flow_id, flow_step, flow_index)
+		VALUES ($1, 'default', 'k', $2, 'a', 0)`, uuid.New(), res.Flow.ID)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != "tasks_flow_step" {
+		t.Fatalf("second task row for step a: %v, want a unique violation of tasks_flow_step", err)
+	}
+}
+
+func getFlowOK(t *testing.T, st store.Store, id uuid.UUID) *store.Flow {
+	t.Helper()
+	f, err := st.GetFlow(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// stepTaskIDs returns the task ids of a step, which must have n.
+func stepTaskIDs(t *testing.T, f *store.Flow, step string, n int) []uuid.UUID {
+	t.Helper()
+	for _, s := range f.Steps {
+		if s.Name == step {
+			if len(s.TaskIDs) != n {
+				t.Fatalf("flow %s step %s has %d tasks, want %d", f.ID, step, len(s.TaskIDs), n)
+			}
+			return s.TaskIDs
+		}
+	}
+	t.Fatalf("flow %s has no step %s", f.ID, step)
+	return nil
+}
+
+func compactJSON(t *testing.T, v any) string {
+	t.Helper()
+	var raw json.RawMessage
+	switch x := v.(type) {
+	case json.RawMessage:
+		raw = x
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = b
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// TestFlowSimultaneousFailures: every element of a fan-out fails at the same moment, each
+// in its own call. Each failure locks the flow's live tasks, among them the others being
+// failed, so PostgreSQL may break a deadlock; the store runs the aborted statement again,
+// and no call fails: the flow is FAILED once, every task ended.
+func TestFlowSimultaneousFailures(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	for round := range 3 {
+		res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "fail", Steps: []store.StepParams{
+			{Name: "a", Kind: "emit"},
+			{Name: "b", Kind: "boom", DependsOn: []string{"a"}, ForEach: "a"},
+			{Name: "c", Kind: "join", DependsOn: []string{"b"}},
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := mustClaim(t, st, store.ClaimParams{Queue: "fail"})
+		if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: a[0].ID, LeaseToken: a[0].LeaseToken,
+			Kind: store.Succeed, Output: json.RawMessage(`[1,2,3,4,5,6]`)}}); err != nil {
+			t.Fatal(err)
+		}
+		bs := mustClaim(t, st, store.ClaimParams{Queue: "fail"})
+		if len(bs) != 6 {
+			t.Fatalf("round %d: claimed %d of b's tasks", round, len(bs))
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, b := range bs {
+			wg.Go(func() {
+				<-start
+				res, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: b.ID, LeaseToken: b.LeaseToken, Kind: store.Fail, Error: "boom"}})
+				if err != nil {
+					t.Errorf("round %d: record failure: %v", round, err)
+				} else if res[0].Err != nil {
+					t.Errorf("round %d: failure outcome: %v", round, res[0].Err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		f := getFlowOK(t, st, res.Flow.ID)
+		if f.Status != store.FlowFailed {
+			t.Fatalf("round %d: flow is %s", round, f.Status)
+		}
+		var live int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM rota.tasks WHERE flow_id = $1 AND status IN ('PENDING', 'ENQUEUED', 'PROCESSING')`, f.ID).Scan(&live); err != nil {
+			t.Fatal(err)
+		}
+		if live != 0 {
+			t.Fatalf("round %d: %d tasks of the failed flow still live", round, live)
+		}
+	}
+}
+
+// TestFlowLargeFanInAndInputs: a fan-in of more than 128 outputs and inputs of more than
+// 1 MiB take the guarded paths of migration 0019 (which fail the step instead of the
+// outcome statement should the result outgrow a jsonb value) and give the same results.
+func TestFlowLargeFanInAndInputs(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	const n = 130
+	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "big", Steps: []store.StepParams{
+		{Name: "a", Kind: "emit"},
+		{Name: "b", Kind: "square", DependsOn: []string{"a"}, ForEach: "a"},
+		{Name: "x", Kind: "blob"},
+		{Name: "y", Kind: "blob"},
+		{Name: "c", Kind: "join", DependsOn: []string{"b", "x", "y"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]int, n)
+	want := make([]int, n)
+	for i := range items {
+		items[i], want[i] = i, i*i
+	}
+	itemsJSON, _ := json.Marshal(items)
+	blob := func(seed uint64) json.RawMessage { // about 0.9 MiB that does not compress
+		rnd := rand.New(rand.NewPCG(seed, seed))
+		b := make([]byte, 900_000)
+		for i := range b {
+			b[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[rnd.IntN(36)]
+		}
+		return json.RawMessage(`"` + string(b) + `"`)
+	}
+	for {
+		tasks := mustClaim(t, st, store.ClaimParams{Queue: "big", Limit: 50})
+		if len(tasks) == 0 {
+			break
+		}
+		var outs []store.Outcome
+		for _, task := range tasks {
+			o := store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}
+			switch task.Kind {
+			case "emit":
+				o.Output = itemsJSON
+			case "square":
+				o.Output = json.RawMessage(fmt.Sprint(*task.Index * *task.Index))
+			case "blob":
+				o.Output = blob(uint64(len(task.Step)) + uint64(task.Step[0]))
+			default:
+				var inputs map[string]json.RawMessage
+				if err := json.Unmarshal(task.Inputs, &inputs); err != nil {
+					t.Fatal(err)
+				}
+				if compactJSON(t, inputs["b"]) != compactJSON(t, want) || len(inputs["x"]) < 900_000 || len(inputs["y"]) < 900_000 {
+					t.Fatalf("c's inputs: b %.80s..., x %d bytes, y %d bytes", inputs["b"], len(inputs["x"]), len(inputs["y"]))
+				}
+			}
+			outs = append(outs, o)
+		}
+		if _, err := st.RecordOutcomes(ctx, outs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := getFlowOK(t, st, res.Flow.ID)
+	if f.Status != store.FlowSucceeded {
+		t.Fatalf("flow is %s", f.Status)
+	}
+}
+
+// TestPlainTasksNeverRunTheFlowTriggers: the flow triggers' WHEN clause leaves plain tasks
+// out before any function is called, whatever ends them (success, retry, failure, death,
+// cancel, the reaper, replay); a step task's end calls them. Function-call statistics
+// (track_functions) count the calls on the store's only connection.
+func TestPlainTasksNeverRunTheFlowTriggers(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `SET track_functions = 'pl'`)
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := postgres.New(pool)
+	ctx := context.Background()
+	calls := func() int64 {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_user_functions
+			WHERE schemaname = 'rota' AND funcname IN ('tasks_flow_note', 'tasks_flow_advance')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// Plain tasks through every ending.
+	tasks := mustCreate(t, st, store.CreateParams{Kind: "ok"}, store.CreateParams{Kind: "retry", MaxAttempts: 2},
+		store.CreateParams{Kind: "fail"}, store.CreateParams{Kind: "cancel"}, store.CreateParams{Kind: "reaped", MaxAttempts: 1})
+	claimed := mustClaim(t, st, store.ClaimParams{Limit: 4, LeaseDuration: time.Minute})
+	var outs []store.Outcome
+	for _, c := range claimed {
+		kind := map[string]store.OutcomeKind{"ok": store.Succeed, "retry": store.Retry, "fail": store.Fail, "cancel": store.Succeed, "reaped": store.Succeed}[c.Kind]
+		if c.Kind == "cancel" {
+			if _, err := st.CancelTask(ctx, c.ID); err != nil {
+				t.Fatal(err)
+			}
+			kind = store.Cancel
+		}
+		outs = append(outs, store.Outcome{TaskID: c.ID, LeaseToken: c.LeaseToken, Kind: kind, Error: "x"})
+	}
+	if _, err := st.RecordOutcomes(ctx, outs); err != nil {
+		t.Fatal(err)
+	}
+	reaped := mustClaim(t, st, store.ClaimParams{Limit: 10, LeaseDuration: time.Millisecond})
+	if len(reaped) == 0 {
+		t.Fatal("nothing left to reap")
+	}
+	// The 1 ms leases expire by the database's clock: reap until they all were.
+	for n, deadline := 0, time.Now().Add(10*time.Second); n < len(reaped); {
+		if time.Now().After(deadline) {
+			t.Fatalf("reaped %d of %d expired leases", n, len(reaped))
+		}
+		got, err := st.ReapExpiredLeases(ctx, store.ReapParams{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += got
+	}
+	for _, task := range tasks {
+		if cur := mustGet(t, st, task.ID); cur.Status == store.StatusFailed {
+			if _, err := st.ReplayTask(ctx, task.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := calls(); n != 0 {
+		t.Fatalf("plain tasks called the flow trigger functions %d times", n)
+	}
+
+	// A step task's success calls them.
+	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "f", Steps: []store.StepParams{{Name: "a", Kind: "k"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustClaim(t, st, store.ClaimParams{Queue: "f"})
+	if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: a[0].ID, LeaseToken: a[0].LeaseToken, Kind: store.Succeed}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls(); n != 2 {
+		t.Fatalf("a step task's success called the flow trigger functions %d times, want 2 (note, advance)", n)
+	}
+	if f := getFlowOK(t, st, res.Flow.ID); f.Status != store.FlowSucceeded {
+		t.Fatalf("flow is %s", f.Status)
+	}
+}
