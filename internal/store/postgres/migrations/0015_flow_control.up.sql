@@ -148,6 +148,84 @@ BEGIN
 END
 $$;
 
+-- One round's turns for rota.claim_limited's fair walk, as an open cursor the caller
+-- fetches from until its room is filled (read lazily: a fetch runs the walk one group
+-- further). The groups of level p_level after p_from and up to p_to (NULL: no bound),
+-- in group order, each with its room (rota.claim_group_room2) and, when it has room,
+-- its oldest due task, locked.
+--
+-- Planned once per session (force_generic_plan), not on every claim: planning was half
+-- of this statement's cost. A generic plan is made without the parameters' values, so
+-- what must be constant for the plan to be index-bound is: the status is a literal (one
+-- statement per status, so that the partial index tasks_fair_* matches), the bounds
+-- are plain comparisons (no "p_from IS NULL OR ...", which an index cannot bound; the
+-- upper bound ends the recursion instead), and enable_seqscan = off, so a plan made
+-- from any statistics (an empty table) never scans rota.tasks
+-- (TestFlowControlledClaimsNeverScanTasks).
+CREATE FUNCTION rota.claim_turns(p_queue text, p_status text, p_level smallint, p_from text, p_to text,
+    p_gc integer, p_grl integer, p_grper interval, p_max integer, p_taken text[], p_now timestamptz)
+RETURNS refcursor
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+DECLARE
+    c refcursor;
+BEGIN
+    IF p_status = 'PENDING' THEN
+        OPEN c FOR
+            WITH RECURSIVE turns(g) AS (
+                (SELECT t.group_key FROM rota.tasks t
+                 WHERE t.status = 'PENDING' AND t.queue = p_queue AND t.priority = p_level
+                   AND t.group_key > coalesce(p_from, '')
+                 ORDER BY t.group_key LIMIT 1)
+              UNION ALL
+                SELECT (SELECT t.group_key FROM rota.tasks t
+                        WHERE t.status = 'PENDING' AND t.queue = p_queue AND t.priority = p_level
+                          AND t.group_key > turns.g
+                        ORDER BY t.group_key LIMIT 1)
+                FROM turns WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g < p_to)
+            )
+            SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
+            FROM turns
+            CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, p_gc, p_grl, p_grper, p_max, p_taken, p_now) room
+            LEFT JOIN LATERAL (
+                SELECT t.id FROM rota.tasks t
+                WHERE t.status = 'PENDING' AND t.queue = p_queue AND t.priority = p_level
+                  AND t.group_key = turns.g
+                  AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+                ORDER BY t.scheduled_for, t.id
+                LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
+                FOR UPDATE SKIP LOCKED) x ON true
+            WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g <= p_to);
+    ELSE
+        OPEN c FOR
+            WITH RECURSIVE turns(g) AS (
+                (SELECT t.group_key FROM rota.tasks t
+                 WHERE t.status = 'ENQUEUED' AND t.queue = p_queue AND t.priority = p_level
+                   AND t.group_key > coalesce(p_from, '')
+                 ORDER BY t.group_key LIMIT 1)
+              UNION ALL
+                SELECT (SELECT t.group_key FROM rota.tasks t
+                        WHERE t.status = 'ENQUEUED' AND t.queue = p_queue AND t.priority = p_level
+                          AND t.group_key > turns.g
+                        ORDER BY t.group_key LIMIT 1)
+                FROM turns WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g < p_to)
+            )
+            SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
+            FROM turns
+            CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, p_gc, p_grl, p_grper, p_max, p_taken, p_now) room
+            LEFT JOIN LATERAL (
+                SELECT t.id FROM rota.tasks t
+                WHERE t.status = 'ENQUEUED' AND t.queue = p_queue AND t.priority = p_level
+                  AND t.group_key = turns.g
+                  AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+                ORDER BY t.scheduled_for, t.id
+                LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
+                FOR UPDATE SKIP LOCKED) x ON true
+            WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g <= p_to);
+    END IF;
+    RETURN c;
+END
+$$;
+
 -- ClaimTasks for a queue with settings or grouped tasks: the same writes as
 -- claim_tasks.sql (p_ids NULL) and claim_tasks_by_id.sql (p_ids set), obeying the
 -- queue's settings and, walking the queue, taking its groups in turn. Returns the
@@ -209,6 +287,7 @@ DECLARE
     v_phase integer;
     v_from text;
     v_to text;
+    v_turns refcursor;          -- a round's turns (rota.claim_turns)
     v_live text[];              -- the groups that took a task in this level's last round
     v_live_null boolean;        -- the ungrouped turn did
     v_next text[];
@@ -428,33 +507,11 @@ BEGIN
                 CONTINUE WHEN NOT v_grouped OR (v_phase = 3 AND v_start IS NULL);
                 v_from := CASE WHEN v_phase = 1 THEN v_start END;
                 v_to := CASE WHEN v_phase = 3 THEN v_start END;
-                FOR r IN
-                    WITH RECURSIVE turns(g) AS (
-                        (SELECT t.group_key FROM rota.tasks t
-                         WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                           AND t.group_key IS NOT NULL
-                           AND (v_from IS NULL OR t.group_key > v_from) AND (v_to IS NULL OR t.group_key <= v_to)
-                         ORDER BY t.group_key LIMIT 1)
-                      UNION ALL
-                        SELECT (SELECT t.group_key FROM rota.tasks t
-                                WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                                  AND t.group_key > turns.g AND (v_to IS NULL OR t.group_key <= v_to)
-                                ORDER BY t.group_key LIMIT 1)
-                        FROM turns WHERE turns.g IS NOT NULL
-                    )
-                    SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
-                    FROM turns
-                    CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, v_gc, v_grl, v_grper, p_limit, v_tg, v_now) room
-                    LEFT JOIN LATERAL (
-                        SELECT t.id FROM rota.tasks t
-                        WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                          AND t.group_key = turns.g
-                          AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
-                        ORDER BY t.scheduled_for, t.id
-                        LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
-                        FOR UPDATE SKIP LOCKED) x ON true
-                    WHERE turns.g IS NOT NULL
+                v_turns := rota.claim_turns(p_queue, p_status, v_level, v_from, v_to,
+                    v_gc, v_grl, v_grper, p_limit, v_tg, v_now);
                 LOOP
+                    FETCH v_turns INTO r;
+                    EXIT WHEN NOT FOUND;
                     IF r.id IS NOT NULL THEN
                         v_ids := v_ids || r.id;
                         v_tg := v_tg || r.g;
@@ -468,6 +525,7 @@ BEGIN
                     END IF;
                     EXIT WHEN v_room = 0;
                 END LOOP;
+                CLOSE v_turns;
             END LOOP;
             -- Further rounds: the groups that took a task share the room left, each
             -- taking its share in one statement, until the room or the groups run out.
