@@ -104,7 +104,8 @@ LANGUAGE sql STABLE AS $$
                     WHERE p_grl IS NOT NULL AND c.queue = p_queue AND c.group_key = p_group
                       AND c.claimed_at > p_now - p_grper
                     ORDER BY c.claimed_at DESC
-                    LIMIT p_grl) c) w) x
+                    LIMIT p_grl) c) w
+          OFFSET 0) x -- not pulled up: each count runs once, not once per use above
 $$;
 
 -- The ungrouped tasks' turn of rota.claim_limited's walk: up to p_n due ungrouped tasks
