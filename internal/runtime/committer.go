@@ -111,7 +111,7 @@ func (c *committer) collect(ctx context.Context, first pendingOutcome) []pending
 	cfg := &c.w.cfg
 	batch := []pendingOutcome{first}
 	var timeout <-chan time.Time
-	if cfg.CommitInterval > 0 && ctx.Err() == nil {
+	if cfg.CommitInterval > 0 && ctx.Err() == nil && !c.writeAtOnce(first) {
 		t := time.NewTimer(cfg.CommitInterval)
 		defer t.Stop()
 		timeout = t.C
@@ -145,6 +145,15 @@ func (c *committer) collect(ctx context.Context, first pendingOutcome) []pending
 		batch = append(batch, p)
 	}
 	return batch
+}
+
+// writeAtOnce reports whether the batch starting with first is written without waiting
+// for more outcomes: its queue's claims were held back by a concurrency limit lately,
+// and a task counts against that limit until its outcome is written (heldback.go), so
+// the wait would hold the queue's next claims back too.
+func (c *committer) writeAtOnce(first pendingOutcome) bool {
+	f := c.w.fetchers[first.e.task.Queue]
+	return f != nil && f.concurrencyHeldRecently()
 }
 
 // flush writes everything still queued, in batches, without waiting for more (ctx is done).

@@ -49,6 +49,9 @@ type fetcher struct {
 	// committed (buffer 1) hears that an outcome of the queue was committed.
 	report    store.ClaimReport
 	committed chan struct{}
+	// concurrencyHeldAt (UnixNano, 0: never) is when a claim was last held back by a
+	// concurrency limit (heldback.go).
+	concurrencyHeldAt atomic.Int64
 }
 
 // claimHintMaxAge bounds how long a chain of hinted claims lasts before a claim walks the

@@ -30,6 +30,24 @@ const (
 	heldMaxWait = 5 * time.Second
 )
 
+// concurrencyHeldFor is how long after a claim held back by a concurrency limit the
+// committer writes the queue's outcomes without waiting to batch them (committer.go).
+const concurrencyHeldFor = time.Second
+
+// markConcurrencyHeld notes that a claim of the queue was held back by a concurrency
+// limit: its tasks count against the limit until their outcomes are written, so the
+// committer writes them at once for a while (concurrencyHeldRecently).
+func (f *fetcher) markConcurrencyHeld() {
+	f.concurrencyHeldAt.Store(time.Now().UnixNano())
+}
+
+// concurrencyHeldRecently reports whether a claim of the queue was held back by a
+// concurrency limit within concurrencyHeldFor.
+func (f *fetcher) concurrencyHeldRecently() bool {
+	at := f.concurrencyHeldAt.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < concurrencyHeldFor
+}
+
 // notifyCommitted tells the fetcher that an outcome of its queue was committed (a task
 // of the queue stopped running), without blocking.
 func (f *fetcher) notifyCommitted() {
@@ -51,6 +69,7 @@ func (f *fetcher) waitHeld(ctx context.Context, r store.ClaimReport) bool {
 	case store.HeldByPause:
 		d, woken = loop.Jitter(f.w.cfg.PollInterval), f.wake
 	default: // concurrency, group_concurrency
+		f.markConcurrencyHeld()
 		// A commit signalled while the claim ran is not dropped: the claim may have
 		// counted before that commit (one needless claim at worst, never a lost wake-up).
 		// Finished tasks count against the limit until their outcomes are written:

@@ -17,7 +17,12 @@ import (
 // ClaimTasks then calls rota.claim_limited (migration 0022), which obeys the settings
 // under the queue's lock and takes the groups in turn.
 
-const sqlClaimLimited = `SELECT * FROM rota.claim_limited($1, $2, $3, $4, $5, $6)`
+// rota.claim_limited is one function per status claimed from (migration 0022: the
+// status is a literal in its statements, whose plans are made once per session).
+const (
+	sqlClaimLimitedPending  = `SELECT * FROM rota.claim_limited_pending($1, $2, $3, $4, $5)`
+	sqlClaimLimitedEnqueued = `SELECT * FROM rota.claim_limited_enqueued($1, $2, $3, $4, $5)`
+)
 
 // claimLimited claims through rota.claim_limited and fills params.Report from its
 // report row (the row whose task columns are NULL).
@@ -29,8 +34,11 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 			ids[i] = pgtype.UUID{Bytes: id, Valid: true}
 		}
 	}
-	rows, err := s.pool.Query(ctx, sqlClaimLimited, planPerCall, queue, string(params.From), limit,
-		params.WorkerID, params.LeaseDuration, ids)
+	sql := sqlClaimLimitedEnqueued
+	if params.From == store.StatusPending {
+		sql = sqlClaimLimitedPending
+	}
+	rows, err := s.pool.Query(ctx, sql, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration, ids)
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}

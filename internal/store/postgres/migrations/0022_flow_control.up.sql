@@ -104,7 +104,8 @@ LANGUAGE sql STABLE AS $$
                     WHERE p_grl IS NOT NULL AND c.queue = p_queue AND c.group_key = p_group
                       AND c.claimed_at > p_now - p_grper
                     ORDER BY c.claimed_at DESC
-                    LIMIT p_grl) c) w) x
+                    LIMIT p_grl) c) w
+          OFFSET 0) x -- not pulled up: each count runs once, not once per use above
 $$;
 
 -- The ungrouped tasks' turn of rota.claim_limited's walk: up to p_n due ungrouped tasks
@@ -148,6 +149,84 @@ BEGIN
 END
 $$;
 
+-- One round's turns for rota.claim_limited's fair walk, as an open cursor the caller
+-- fetches from until its room is filled (read lazily: a fetch runs the walk one group
+-- further). The groups of level p_level after p_from and up to p_to (NULL: no bound),
+-- in group order, each with its room (rota.claim_group_room2) and, when it has room,
+-- its oldest due task, locked.
+--
+-- Planned once per session (force_generic_plan), not on every claim: planning was half
+-- of this statement's cost. A generic plan is made without the parameters' values, so
+-- what must be constant for the plan to be index-bound is: the status is a literal (one
+-- statement per status, so that the partial index tasks_fair_* matches), the bounds
+-- are plain comparisons (no "p_from IS NULL OR ...", which an index cannot bound; the
+-- upper bound ends the recursion instead), and enable_seqscan = off, so a plan made
+-- from any statistics (an empty table) never scans rota.tasks
+-- (TestFlowControlledClaimsNeverScanTasks).
+CREATE FUNCTION rota.claim_turns(p_queue text, p_status text, p_level smallint, p_from text, p_to text,
+    p_gc integer, p_grl integer, p_grper interval, p_max integer, p_taken text[], p_now timestamptz)
+RETURNS refcursor
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+DECLARE
+    c refcursor;
+BEGIN
+    IF p_status = 'PENDING' THEN
+        OPEN c FOR
+            WITH RECURSIVE turns(g) AS (
+                (SELECT t.group_key FROM rota.tasks t
+                 WHERE t.status = 'PENDING' AND t.queue = p_queue AND t.priority = p_level
+                   AND t.group_key > coalesce(p_from, '')
+                 ORDER BY t.group_key LIMIT 1)
+              UNION ALL
+                SELECT (SELECT t.group_key FROM rota.tasks t
+                        WHERE t.status = 'PENDING' AND t.queue = p_queue AND t.priority = p_level
+                          AND t.group_key > turns.g
+                        ORDER BY t.group_key LIMIT 1)
+                FROM turns WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g < p_to)
+            )
+            SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
+            FROM turns
+            CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, p_gc, p_grl, p_grper, p_max, p_taken, p_now) room
+            LEFT JOIN LATERAL (
+                SELECT t.id FROM rota.tasks t
+                WHERE t.status = 'PENDING' AND t.queue = p_queue AND t.priority = p_level
+                  AND t.group_key = turns.g
+                  AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+                ORDER BY t.scheduled_for, t.id
+                LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
+                FOR UPDATE SKIP LOCKED) x ON true
+            WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g <= p_to);
+    ELSE
+        OPEN c FOR
+            WITH RECURSIVE turns(g) AS (
+                (SELECT t.group_key FROM rota.tasks t
+                 WHERE t.status = 'ENQUEUED' AND t.queue = p_queue AND t.priority = p_level
+                   AND t.group_key > coalesce(p_from, '')
+                 ORDER BY t.group_key LIMIT 1)
+              UNION ALL
+                SELECT (SELECT t.group_key FROM rota.tasks t
+                        WHERE t.status = 'ENQUEUED' AND t.queue = p_queue AND t.priority = p_level
+                          AND t.group_key > turns.g
+                        ORDER BY t.group_key LIMIT 1)
+                FROM turns WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g < p_to)
+            )
+            SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
+            FROM turns
+            CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, p_gc, p_grl, p_grper, p_max, p_taken, p_now) room
+            LEFT JOIN LATERAL (
+                SELECT t.id FROM rota.tasks t
+                WHERE t.status = 'ENQUEUED' AND t.queue = p_queue AND t.priority = p_level
+                  AND t.group_key = turns.g
+                  AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+                ORDER BY t.scheduled_for, t.id
+                LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
+                FOR UPDATE SKIP LOCKED) x ON true
+            WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g <= p_to);
+    END IF;
+    RETURN c;
+END
+$$;
+
 -- ClaimTasks for a queue with settings or grouped tasks: the same writes as
 -- claim_tasks.sql (p_ids NULL) and claim_tasks_by_id.sql (p_ids set), obeying the
 -- queue's settings and, walking the queue, taking its groups in turn. Returns the
@@ -160,11 +239,23 @@ $$;
 -- snapshot sees every claim committed before the lock was granted. Paused queues and
 -- queues whose only reason to be here is grouped tasks (fairness) take no lock.
 --
--- plan_cache_mode = force_custom_plan: each statement is planned with the values of
--- its variables, so p_status is a constant and the partial indexes (WHERE status =
--- 'PENDING' / 'ENQUEUED') are usable, as the {{status}} literal makes them in
--- claim_tasks.sql.
-CREATE FUNCTION rota.claim_limited(p_queue text, p_status text, p_limit integer, p_worker text,
+-- One function per status, rota.claim_limited_pending and rota.claim_limited_enqueued,
+-- made from one text (the DO block below), in which {{status}} stands for the status
+-- claimed from, as a literal: so that each statement's plan is made once per session
+-- (plan_cache_mode = force_generic_plan) and not on every claim (planning was about a
+-- third of a claim), and is still index-bound. A generic plan is made without the
+-- values of the variables: the status must be a literal for the partial indexes
+-- (WHERE status = 'PENDING' / 'ENQUEUED') to match, as in claim_tasks.sql, and
+-- enable_seqscan = off keeps a plan made from any statistics (an empty table) from
+-- scanning rota.tasks (TestFlowControlledClaimsNeverScanTasks). Below, "p_status" in
+-- comments means {{status}}.
+DO $create$
+DECLARE
+    v_status text;
+BEGIN
+FOREACH v_status IN ARRAY ARRAY['PENDING', 'ENQUEUED'] LOOP
+EXECUTE replace(replace($fn$
+CREATE FUNCTION rota.claim_limited_{{name}}(p_queue text, p_limit integer, p_worker text,
     p_lease interval, p_ids uuid[])
 RETURNS TABLE (held text, retry_ms double precision,
     id uuid, queue text, kind text, payload jsonb, status text, priority smallint,
@@ -175,7 +266,7 @@ RETURNS TABLE (held text, retry_ms double precision,
     created_at timestamptz, updated_at timestamptz, output jsonb, group_key text,
     trace_context jsonb, flow_id uuid, flow_step text, flow_index integer, flow_item jsonb,
     flow_inputs jsonb)
-LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
 #variable_conflict use_column
 DECLARE
     s rota.queues;
@@ -211,6 +302,7 @@ DECLARE
     v_phase integer;
     v_from text;
     v_to text;
+    v_turns refcursor;          -- a round's turns (rota.claim_turns)
     v_live text[];              -- the groups that took a task in this level's last round
     v_live_null boolean;        -- the ungrouped turn did
     v_next text[];
@@ -230,7 +322,7 @@ BEGIN
     -- change committed meanwhile is in force for it: the row is read again after the
     -- wait, and if it no longer has limits it is not locked). The same statement looks
     -- whether the queue has grouped tasks (fairness; not a count a limit relies on).
-    SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
+    SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = {{status}} AND t.queue = p_queue
                                   AND t.group_key IS NOT NULL
                                   -- tasks_fair_*'s order: one probe of it, never a scan of
                                   -- the table (EXISTS would drop the ORDER BY, and the
@@ -254,7 +346,7 @@ BEGIN
         v_now := clock_timestamp();
     ELSE
         -- Paused, no limits, or no settings: nothing to serialise.
-        SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = p_status AND t.queue = p_queue
+        SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = {{status}} AND t.queue = p_queue
                                       AND t.group_key IS NOT NULL
                                       ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped,
                (SELECT c.group_key FROM rota.queue_cursors c WHERE c.queue = p_queue) AS cursor,
@@ -326,7 +418,7 @@ BEGIN
                 FROM rota.tasks t WHERE t.id = want.id
                 LIMIT 1 -- keeps the conditions below out of the locking subquery
                 FOR UPDATE) AS t
-            WHERE (t.status = p_status OR (p_status = 'ENQUEUED' AND t.status = 'PENDING'))
+            WHERE (t.status = {{status}} OR ({{status}} = 'ENQUEUED' AND t.status = 'PENDING'))
               AND t.queue = p_queue
               AND t.scheduled_for <= now()
               AND t.attempt_count < t.max_attempts
@@ -386,14 +478,14 @@ BEGIN
                     SELECT 32767::smallint
                   UNION ALL
                     SELECT (SELECT t.priority FROM rota.tasks t
-                            WHERE t.status = p_status AND t.queue = p_queue AND t.priority < levels.priority
+                            WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority < levels.priority
                             ORDER BY t.priority DESC LIMIT 1)
                     FROM levels WHERE levels.priority IS NOT NULL
                 )
                 SELECT l.id FROM levels
                 CROSS JOIN LATERAL (
                     SELECT t.id FROM rota.tasks t
-                    WHERE t.status = p_status AND t.queue = p_queue AND t.priority = levels.priority
+                    WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority = levels.priority
                       AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
                     ORDER BY t.scheduled_for, t.id
                     LIMIT v_room
@@ -406,7 +498,7 @@ BEGIN
         <<levels>>
         WHILE v_grouped AND v_room > 0 LOOP
             SELECT t.priority INTO v_level FROM rota.tasks t
-            WHERE t.status = p_status AND t.queue = p_queue AND t.priority < v_level
+            WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority < v_level
             ORDER BY t.priority DESC LIMIT 1;
             EXIT levels WHEN NOT FOUND;
             v_live := '{}';
@@ -416,7 +508,7 @@ BEGIN
             FOR v_phase IN 1..3 LOOP
                 EXIT WHEN v_room = 0;
                 IF v_phase = 2 THEN
-                    v_got := rota.claim_ungrouped(p_queue, p_status, v_level,
+                    v_got := rota.claim_ungrouped(p_queue, {{status}}, v_level,
                         CASE WHEN v_grouped THEN 1 ELSE v_room END, v_grouped, v_ids);
                     IF v_got IS NOT NULL THEN
                         v_ids := v_ids || v_got;
@@ -430,33 +522,11 @@ BEGIN
                 CONTINUE WHEN NOT v_grouped OR (v_phase = 3 AND v_start IS NULL);
                 v_from := CASE WHEN v_phase = 1 THEN v_start END;
                 v_to := CASE WHEN v_phase = 3 THEN v_start END;
-                FOR r IN
-                    WITH RECURSIVE turns(g) AS (
-                        (SELECT t.group_key FROM rota.tasks t
-                         WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                           AND t.group_key IS NOT NULL
-                           AND (v_from IS NULL OR t.group_key > v_from) AND (v_to IS NULL OR t.group_key <= v_to)
-                         ORDER BY t.group_key LIMIT 1)
-                      UNION ALL
-                        SELECT (SELECT t.group_key FROM rota.tasks t
-                                WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                                  AND t.group_key > turns.g AND (v_to IS NULL OR t.group_key <= v_to)
-                                ORDER BY t.group_key LIMIT 1)
-                        FROM turns WHERE turns.g IS NOT NULL
-                    )
-                    SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
-                    FROM turns
-                    CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, v_gc, v_grl, v_grper, p_limit, v_tg, v_now) room
-                    LEFT JOIN LATERAL (
-                        SELECT t.id FROM rota.tasks t
-                        WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
-                          AND t.group_key = turns.g
-                          AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
-                        ORDER BY t.scheduled_for, t.id
-                        LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
-                        FOR UPDATE SKIP LOCKED) x ON true
-                    WHERE turns.g IS NOT NULL
+                v_turns := rota.claim_turns(p_queue, {{status}}, v_level, v_from, v_to,
+                    v_gc, v_grl, v_grper, p_limit, v_tg, v_now);
                 LOOP
+                    FETCH v_turns INTO r;
+                    EXIT WHEN NOT FOUND;
                     IF r.id IS NOT NULL THEN
                         v_ids := v_ids || r.id;
                         v_tg := v_tg || r.g;
@@ -470,6 +540,7 @@ BEGIN
                     END IF;
                     EXIT WHEN v_room = 0;
                 END LOOP;
+                CLOSE v_turns;
             END LOOP;
             -- Further rounds: the groups that took a task share the room left, each
             -- taking its share in one statement, until the room or the groups run out.
@@ -483,14 +554,14 @@ BEGIN
                         SELECT l.g, room.n AS room, room.held, room.retry_ms, x.id,
                                -- A group out of room: held back if it has more due.
                                room.n <= 0 AND EXISTS (SELECT 1 FROM rota.tasks t
-                                   WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
+                                   WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority = v_level
                                      AND t.group_key = l.g AND t.scheduled_for <= now()
                                      AND t.attempt_count < t.max_attempts AND t.id <> ALL (v_ids)) AS more
                         FROM unnest(v_live) AS l (g)
                         CROSS JOIN LATERAL rota.claim_group_room2(p_queue, l.g, v_gc, v_grl, v_grper, p_limit, v_tg, v_now) room
                         LEFT JOIN LATERAL (
                             SELECT t.id FROM rota.tasks t
-                            WHERE t.status = p_status AND t.queue = p_queue AND t.priority = v_level
+                            WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority = v_level
                               AND t.group_key = l.g
                               AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
                               AND t.id <> ALL (v_ids) -- those this claim locked already
@@ -520,7 +591,7 @@ BEGIN
                     END IF;
                 END IF;
                 IF v_live_null AND v_room > 0 THEN
-                    v_got := rota.claim_ungrouped(p_queue, p_status, v_level, least(v_k, v_room), true, v_ids);
+                    v_got := rota.claim_ungrouped(p_queue, {{status}}, v_level, least(v_k, v_room), true, v_ids);
                     v_live_null := v_got IS NOT NULL AND cardinality(v_got) = least(v_k, v_room);
                     IF v_got IS NOT NULL THEN
                         v_ids := v_ids || v_got;
@@ -555,7 +626,7 @@ BEGIN
             lease_expires_at = v_now + p_lease,
             attempt_count = t.attempt_count + 1,
             processing_started_at = v_now,
-            enqueued_at = CASE WHEN p_status = 'ENQUEUED' THEN coalesce(t.enqueued_at, now())
+            enqueued_at = CASE WHEN {{status}} = 'ENQUEUED' THEN coalesce(t.enqueued_at, now())
                                ELSE t.enqueued_at END,
             updated_at = v_now
         WHERE t.id = ANY (v_ids)
@@ -581,4 +652,8 @@ BEGIN
         RETURN NEXT;
     END IF;
 END
-$$;
+$$
+$fn$, '{{status}}', quote_literal(v_status)), '{{name}}', lower(v_status));
+END LOOP;
+END
+$create$;
