@@ -36,6 +36,15 @@ type taskJSON struct {
 	Output    json.RawMessage `json:"output"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
+	// The flow step the task runs (DESIGN.md section 10), absent for a plain task:
+	// FlowID and Step name it, Inputs maps each dependency's step name to its output,
+	// Item and Index are the element a for_each task runs for (absent otherwise; an
+	// element may be null, which is then sent as null).
+	FlowID *uuid.UUID       `json:"flow_id,omitempty"`
+	Step   string           `json:"step,omitempty"`
+	Inputs json.RawMessage  `json:"inputs,omitempty"`
+	Item   *json.RawMessage `json:"item,omitempty"`
+	Index  *int             `json:"index,omitempty"`
 	// LeaseToken is set only in claim answers: it is the worker's proof of ownership,
 	// and anyone who can read tasks must not be able to complete them.
 	LeaseToken *uuid.UUID `json:"lease_token,omitempty"`
@@ -76,7 +85,27 @@ func taskOut(t *store.Task) taskJSON {
 		Output:              t.Output,
 		CreatedAt:           t.CreatedAt.UTC(),
 		UpdatedAt:           t.UpdatedAt.UTC(),
+	}.withStep(t)
+}
+
+// withStep adds the flow step fields of a step task.
+func (out taskJSON) withStep(t *store.Task) taskJSON {
+	if t.FlowID == uuid.Nil {
+		return out
 	}
+	id := t.FlowID
+	out.FlowID, out.Step, out.Inputs, out.Index = &id, t.Step, t.Inputs, t.Index
+	if len(out.Inputs) == 0 {
+		out.Inputs = json.RawMessage(`{}`)
+	}
+	if t.Index != nil {
+		item := t.Item
+		if len(item) == 0 {
+			item = json.RawMessage(`null`)
+		}
+		out.Item = &item
+	}
+	return out
 }
 
 func tasksOut(ts []*store.Task) []taskJSON {
