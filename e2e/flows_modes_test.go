@@ -190,3 +190,63 @@ func TestFlowsHTTPWorkerOnly(t *testing.T) {
 		t.Errorf("no claim was dropped: the reaper's part was not exercised")
 	}
 }
+
+// TestFlowsSQSDuplicates: the crash test's flows in SQS mode against fauxqs, started
+// with POST /api/flows on `rota serve --mode sqs`. The enqueuer sends step tasks like
+// any other as the trigger creates them, and the test sends every task id it sees again
+// while two `rota worker --mode sqs` work: duplicates of tasks waiting, running and done.
+// Every flow SUCCEEDED, each task in one attempt (a duplicate never claims a task
+// twice), and every message, duplicate or not, ends deleted.
+func TestFlowsSQSDuplicates(t *testing.T) {
+	r := newSQSRig(t)
+	mainURL := r.sqs.CreateQueue(t, r.queue)
+	r.sqs.CreateQueue(t, r.dlq)
+	serve := r.startServe("serve", "--enqueue-interval", "100ms", "--redelivery-timeout", "1m")
+	flows := newFlowSet(t, 200, 50, createFlowsHTTP(t, serveURL(t, serve)))
+	for i := range 2 {
+		r.startWorker(fmt.Sprintf("worker%d", i), "--concurrency", "10", "--sqs-wait", "1")
+	}
+
+	sent := 0
+	flows.wait(t, r.pool, 2*time.Minute, func() {
+		time.Sleep(200 * time.Millisecond)
+		ids := r.someTaskIDs(100)
+		sendBodies(t, r.client, mainURL, ids)
+		sent += len(ids)
+	})
+	r.waitQueueEmpty(mainURL, time.Minute)
+
+	flows.check(t, r.pool)
+	for id, k := range r.tallies() {
+		if k.attemptCount != 1 {
+			t.Errorf("task %s took %d attempts, want 1: a duplicate message claimed it again", id, k.attemptCount)
+		}
+	}
+	t.Logf("%d flows succeeded in SQS mode with %d duplicate messages", flows.size(), sent)
+	if sent == 0 {
+		t.Errorf("no duplicate was sent")
+	}
+}
+
+
+// someTaskIDs is up to n random task ids of the database, of any status.
+func (r *sqsRig) someTaskIDs(n int) []string {
+	r.t.Helper()
+	rows, err := r.pool.Query(context.Background(), `SELECT id::text FROM rota.tasks ORDER BY random() LIMIT $1`, n)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			r.t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
