@@ -228,7 +228,6 @@ func TestFlowsSQSDuplicates(t *testing.T) {
 	}
 }
 
-
 // someTaskIDs is up to n random task ids of the database, of any status.
 func (r *sqsRig) someTaskIDs(n int) []string {
 	r.t.Helper()
