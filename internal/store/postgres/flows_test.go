@@ -12,9 +12,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
+	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 )
 
 // TestFlowsUnderConcurrentBatches works many flows with concurrent workers that claim
@@ -360,6 +364,102 @@ func TestFlowLargeFanInAndInputs(t *testing.T) {
 	}
 	f := getFlowOK(t, st, res.Flow.ID)
 	if f.Status != store.FlowSucceeded {
+		t.Fatalf("flow is %s", f.Status)
+	}
+}
+
+// TestPlainTasksNeverRunTheFlowTriggers: the flow triggers' WHEN clause leaves plain tasks
+// out before any function is called, whatever ends them (success, retry, failure, death,
+// cancel, the reaper, replay); a step task's end calls them. Function-call statistics
+// (track_functions) count the calls on the store's only connection.
+func TestPlainTasksNeverRunTheFlowTriggers(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `SET track_functions = 'pl'`)
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := postgres.New(pool)
+	ctx := context.Background()
+	calls := func() int64 {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_user_functions
+			WHERE schemaname = 'rota' AND funcname IN ('tasks_flow_note', 'tasks_flow_advance')`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// Plain tasks through every ending.
+	tasks := mustCreate(t, st, store.CreateParams{Kind: "ok"}, store.CreateParams{Kind: "retry", MaxAttempts: 2},
+		store.CreateParams{Kind: "fail"}, store.CreateParams{Kind: "cancel"}, store.CreateParams{Kind: "reaped", MaxAttempts: 1})
+	claimed := mustClaim(t, st, store.ClaimParams{Limit: 4, LeaseDuration: time.Minute})
+	var outs []store.Outcome
+	for _, c := range claimed {
+		kind := map[string]store.OutcomeKind{"ok": store.Succeed, "retry": store.Retry, "fail": store.Fail, "cancel": store.Succeed, "reaped": store.Succeed}[c.Kind]
+		if c.Kind == "cancel" {
+			if _, err := st.CancelTask(ctx, c.ID); err != nil {
+				t.Fatal(err)
+			}
+			kind = store.Cancel
+		}
+		outs = append(outs, store.Outcome{TaskID: c.ID, LeaseToken: c.LeaseToken, Kind: kind, Error: "x"})
+	}
+	if _, err := st.RecordOutcomes(ctx, outs); err != nil {
+		t.Fatal(err)
+	}
+	reaped := mustClaim(t, st, store.ClaimParams{Limit: 10, LeaseDuration: time.Millisecond})
+	if len(reaped) == 0 {
+		t.Fatal("nothing left to reap")
+	}
+	// The 1 ms leases expire by the database's clock: reap until they all were.
+	for n, deadline := 0, time.Now().Add(10*time.Second); n < len(reaped); {
+		if time.Now().After(deadline) {
+			t.Fatalf("reaped %d of %d expired leases", n, len(reaped))
+		}
+		got, err := st.ReapExpiredLeases(ctx, store.ReapParams{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += got
+	}
+	for _, task := range tasks {
+		if cur := mustGet(t, st, task.ID); cur.Status == store.StatusFailed {
+			if _, err := st.ReplayTask(ctx, task.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := calls(); n != 0 {
+		t.Fatalf("plain tasks called the flow trigger functions %d times", n)
+	}
+
+	// A step task's success calls them.
+	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "f", Steps: []store.StepParams{{Name: "a", Kind: "k"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustClaim(t, st, store.ClaimParams{Queue: "f"})
+	if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: a[0].ID, LeaseToken: a[0].LeaseToken, Kind: store.Succeed}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls(); n != 2 {
+		t.Fatalf("a step task's success called the flow trigger functions %d times, want 2 (note, advance)", n)
+	}
+	if f := getFlowOK(t, st, res.Flow.ID); f.Status != store.FlowSucceeded {
 		t.Fatalf("flow is %s", f.Status)
 	}
 }
