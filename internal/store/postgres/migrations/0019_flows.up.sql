@@ -319,12 +319,13 @@ $$;
 -- rota.flow_events), and the first AFTER trigger of the statement takes the notes and
 -- moves every flow in them, in flow id order. Both have the same WHEN clause, which
 -- plain tasks (flow_id NULL) fail before any function runs. Changes the flow machinery
--- makes itself (flow_stop canceling tasks, at trigger depth 2) are not noted: a flow
--- that is being stopped does not react to its own cancels.
+-- makes itself are not noted: a flow that is being stopped does not react to its own
+-- cancels (flow_stop runs at trigger depth 2 from a trigger, and CancelFlow sets
+-- rota.flow_quiet: a canceled fan-out of 10,000 tasks would otherwise note them all).
 CREATE FUNCTION rota.tasks_flow_note() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF pg_trigger_depth() = 1 THEN
+    IF pg_trigger_depth() = 1 AND current_setting('rota.flow_quiet', true) IS DISTINCT FROM 'on' THEN
         PERFORM set_config('rota.flow_events',
                            coalesce(current_setting('rota.flow_events', true), '') || NEW.flow_id || ' ' || NEW.id || ',',
                            true);
@@ -410,7 +411,9 @@ LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM rota.flow_lock_live_tasks(f);
     PERFORM 1 FROM rota.flows WHERE id = f FOR UPDATE;
+    PERFORM set_config('rota.flow_quiet', 'on', true);
     PERFORM rota.flow_stop(f, 'CANCELED');
+    PERFORM set_config('rota.flow_quiet', 'off', true);
     RETURN (SELECT status FROM rota.flows WHERE id = f);
 END
 $$;

@@ -18,7 +18,8 @@ WITH doomed AS (
           -- A scalar subquery, probed per flow through tasks_flow_step (NOT EXISTS was
           -- planned as an anti-join walking every flow's tasks).
           AND (SELECT t.id FROM rota.tasks t
-               WHERE t.flow_id = f.id AND t.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
+               WHERE t.flow_id = f.id AND t.flow_id IS NOT NULL
+                 AND t.status IN ('PENDING', 'ENQUEUED', 'PROCESSING')
                LIMIT 1) IS NULL
         ORDER BY f.completed_at
         LIMIT $3
@@ -26,10 +27,10 @@ WITH doomed AS (
     ) old
     LIMIT $3
 ), tasks_gone AS (
-    -- through tasks_flow_step, one flow at a time
+    -- through tasks_flow_step
     DELETE FROM rota.tasks t
-    USING (SELECT unnest(ARRAY(SELECT id FROM doomed)) AS id) d
-    WHERE t.flow_id = d.id
+    WHERE t.flow_id = ANY (ARRAY(SELECT id FROM doomed))
+      AND t.flow_id IS NOT NULL -- tasks_flow_step's predicate
     RETURNING 1
 ), flows_gone AS (
     DELETE FROM rota.flows f

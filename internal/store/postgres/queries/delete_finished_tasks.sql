@@ -3,7 +3,7 @@
 -- with them (ON DELETE CASCADE). $1 succeeded/canceled cutoff, $2 dead/failed cutoff
 -- (NULL keeps), $3 limit. A flow's tasks are not deleted here but with their flow
 -- (delete_finished_flows.sql), never one by one.
--- Each status is one range of tasks_finished_plain (status, completed_at), read in
+-- Each status is one range of tasks_finished_by_flow (status, true, completed_at), read in
 -- order so that the planner never trades it for a sequential scan that hopes to meet
 -- $3 old tasks early: with one range over every finished task (completed_at < $1 OR
 -- ...), the dead tasks kept 30 days matched the 7-day succeeded cut-off and every pass
@@ -17,8 +17,8 @@ WITH doomed AS (
         SELECT t.id
         FROM rota.tasks t
         WHERE t.status IN ('SUCCEEDED', 'CANCELED', 'DEAD', 'FAILED')
-          AND t.flow_id IS NULL
           AND t.status = cut.status
+          AND t.flow_id IS NULL -- the index's second column: plain tasks only
           AND t.completed_at < cut.before
         ORDER BY t.completed_at
         LIMIT $3
