@@ -123,6 +123,12 @@ func TestFlowThroughHTTP(t *testing.T) {
 		}
 		c.complete(load, `"loaded"`)
 
+		// Lists leave the step fields out, on every store (docs/api.md).
+		res = c.do("GET", "/api/tasks?queue=etl", nil)
+		if res.status != http.StatusOK || strings.Contains(string(res.body), `"flow_id"`) || strings.Contains(string(res.body), `"inputs"`) {
+			t.Fatalf("GET /api/tasks shows step fields: %d %s", res.status, res.body)
+		}
+
 		done := c.getFlow(f.ID)
 		if done.Status != store.FlowSucceeded || done.CompletedAt == nil {
 			t.Fatalf("flow after the last step: %s, completed_at %v", done.Status, done.CompletedAt)
