@@ -1,11 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/handlers"
+	"github.com/rotaqueue/rota/internal/runtime"
 )
 
 type flowOut struct {
@@ -129,5 +136,49 @@ func TestFlowCommandUsageErrors(t *testing.T) {
 		if _, _, err := a.cli(t, args...); err != nil {
 			t.Errorf("rota %s: %v", strings.Join(args, " "), err)
 		}
+	}
+}
+
+// TestFlowStartWait: --wait waits until the flow ended and prints it; a FAILED flow is
+// exit 1 naming the failed step; an unserved flow gives up at --wait-timeout, one line.
+func TestFlowStartWait(t *testing.T) {
+	a := newTestAPI(t, "")
+	mux := runtime.NewMux()
+	handlers.Register(mux, handlers.Config{})
+	w, err := runtime.NewWorker(runtime.Config{Store: a.store, Mux: mux, WorkerID: "w1",
+		PollInterval: 20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+
+	ok := write("ok.json", `{"steps": [{"name": "a", "kind": "noop"}, {"name": "b", "kind": "noop", "depends_on": ["a"]}]}`)
+	f := decode[flowOut](t, a.ok(t, "flows", "start", ok, "--wait", "--json"))
+	if f.Status != "SUCCEEDED" || f.Steps[1].Status != "SUCCEEDED" {
+		t.Fatalf("--wait printed %+v", f)
+	}
+
+	bad := write("bad.json", `{"steps": [{"name": "a", "kind": "fail", "payload": {"permanent": true}},
+		{"name": "b", "kind": "noop", "depends_on": ["a"]}]}`)
+	out, _, err := a.cli(t, "flows", "start", bad, "--wait")
+	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), "ended FAILED: failed steps: a") || !strings.Contains(out, "CANCELED") {
+		t.Fatalf("a failing flow: %v\n%s", err, out)
+	}
+
+	lonely := write("lonely.json", `{"queue": "lonely", "steps": [{"name": "a", "kind": "noop"}]}`)
+	_, _, err = a.cli(t, "flows", "start", lonely, "--wait", "--wait-timeout", "300ms")
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "still RUNNING after --wait-timeout 300ms (a PENDING)") {
+		t.Fatalf("an unserved flow: %v", err)
 	}
 }
