@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -174,6 +175,11 @@ func TestCreateFlowInvalid(t *testing.T) {
 			}
 		}
 		c.do("POST", "/api/flows", map[string]any{"steps": []any{}}).wantError(t, http.StatusBadRequest, codeInvalidRequest)
+		tooMany := make([]map[string]any, store.MaxFlowSteps+1)
+		for i := range tooMany {
+			tooMany[i] = step(fmt.Sprintf("s%d", i), nil)
+		}
+		c.do("POST", "/api/flows", map[string]any{"steps": tooMany}).wantError(t, http.StatusRequestEntityTooLarge, codePayloadTooLarge)
 		c.do("POST", "/api/flows", map[string]any{"steps": []any{step("a", nil)}, "bogus": 1}).wantError(t, http.StatusBadRequest, codeInvalidRequest)
 
 		var list flowListJSON
