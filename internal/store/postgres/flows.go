@@ -19,19 +19,23 @@ import (
 // replays flows.
 
 var (
-	sqlFlowCreate         = query("flow_create.sql")
-	sqlFlowByKey          = query("flow_by_key.sql")
-	sqlFlowCreateSteps    = query("flow_create_steps.sql")
-	sqlFlowGet            = query("flow_get.sql")
-	sqlFlowGetSteps       = query("flow_get_steps.sql")
-	sqlFlowGetTasks       = query("flow_get_tasks.sql")
-	sqlFlowList           = query("flow_list.sql")
-	sqlFlowListFiltered   = query("flow_list_filtered.sql")
-	sqlFlowCancel         = query("flow_cancel.sql")
-	sqlFlowReplay         = query("flow_replay.sql")
-	sqlFlowStart          = "SELECT rota.flow_start($1)"
-	maxFlowCreateAttempts = 5
+	sqlFlowCreate       = query("flow_create.sql")
+	sqlFlowByKey        = query("flow_by_key.sql")
+	sqlFlowCreateSteps  = query("flow_create_steps.sql")
+	sqlFlowGet          = query("flow_get.sql")
+	sqlFlowGetSteps     = query("flow_get_steps.sql")
+	sqlFlowGetTasks     = query("flow_get_tasks.sql")
+	sqlFlowList         = query("flow_list.sql")
+	sqlFlowListFiltered = query("flow_list_filtered.sql")
+	sqlFlowCancel       = query("flow_cancel.sql")
+	sqlFlowReplay       = query("flow_replay.sql")
+	sqlFlowStart        = "SELECT rota.flow_start($1)"
 )
+
+// maxFlowCreateAttempts bounds CreateFlow's loop, which inserts again when the flow its
+// idempotency key named ended FAILED or CANCELED (freeing the key) between the insert
+// and the look-up.
+const maxFlowCreateAttempts = 5
 
 // CreateFlow inserts a flow, its steps and its first tasks in one transaction; see
 // store.FlowStore.

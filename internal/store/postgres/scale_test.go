@@ -105,7 +105,7 @@ WITH f AS (
     RETURNING id, queue, status, created_at
 ), steps AS (
     INSERT INTO rota.flow_steps (flow_id, name, position, kind, queue, payload, depends_on, for_each,
-                                 max_attempts, priority, timeout_seconds, state, deps_left, tasks_left, output)
+                                 max_attempts, priority, timeout_seconds, state, deps_left, tasks_left, task_count, output)
     SELECT fl.id, s.name, s.pos, 'k_' || s.name, fl.queue, '{}', s.deps, s.fe, 3, 0, 0,
            CASE WHEN fl.status = 'SUCCEEDED' OR s.name = 'a' THEN 'SUCCEEDED'
                 WHEN s.name = 'b' THEN 'STARTED'
@@ -113,6 +113,7 @@ WITH f AS (
            CASE WHEN s.name = 'c' AND fl.status <> 'SUCCEEDED' THEN 1 ELSE 0 END,
            CASE WHEN s.name = 'b' AND fl.status = 'RUNNING' THEN 2 WHEN s.name = 'b' AND fl.status = 'FAILED' THEN 1
                 WHEN s.name = 'c' AND fl.status <> 'SUCCEEDED' THEN NULL ELSE 0 END,
+           CASE WHEN s.name = 'b' THEN 2 WHEN s.name = 'c' AND fl.status <> 'SUCCEEDED' THEN NULL ELSE 1 END,
            CASE WHEN s.name = 'a' THEN '[1, 2]'::jsonb WHEN fl.status = 'SUCCEEDED' THEN '"done"'::jsonb END
     FROM flows fl,
          (VALUES ('a', 0, '{}'::text[], NULL), ('b', 1, '{a}', 'a'), ('c', 2, '{b}', NULL)) AS s (name, pos, deps, fe)

@@ -3,7 +3,7 @@ DROP TRIGGER IF EXISTS tasks_flow_note ON rota.tasks;
 DROP FUNCTION IF EXISTS rota.tasks_flow_advance();
 DROP FUNCTION IF EXISTS rota.tasks_flow_note();
 DROP FUNCTION IF EXISTS rota.flow_task_failed(uuid, text, uuid, text, text);
-DROP FUNCTION IF EXISTS rota.flow_task_succeeded(uuid, text);
+DROP FUNCTION IF EXISTS rota.flow_steps_succeeded(uuid[]);
 DROP FUNCTION IF EXISTS rota.flow_replay(uuid);
 DROP FUNCTION IF EXISTS rota.flow_cancel(uuid);
 DROP FUNCTION IF EXISTS rota.flow_start(uuid);
