@@ -113,6 +113,7 @@ func commands() []command {
 		{"dead-letters", "list dead letters and replay them in bulk: dead-letters list|replay", runDeadLetters},
 		{"workers", "list the live workers of a server: workers [--queue Q]", runWorkers},
 		{"schedules", "manage cron schedules on a server: schedules list|get|create|update|delete|pause|resume|trigger|reschedule|runs", runSchedules},
+		{"flows", "start and manage flows (DAGs of steps) on a server: flows start|list|get|cancel|replay", runFlows},
 		{"stats", "show task counts by queue and status on a server", runStats},
 		{"version", "print this binary's version and Go version (also --version, -v)", runVersion},
 		{"bench", "measure drain throughput, latency and insert rates on PostgreSQL: bench [--workload drain|steady|insert|sqs|all]", runBench},

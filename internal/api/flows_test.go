@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -123,6 +124,12 @@ func TestFlowThroughHTTP(t *testing.T) {
 		}
 		c.complete(load, `"loaded"`)
 
+		// Lists leave the step fields out, on every store (docs/api.md).
+		res = c.do("GET", "/api/tasks?queue=etl", nil)
+		if res.status != http.StatusOK || strings.Contains(string(res.body), `"flow_id"`) || strings.Contains(string(res.body), `"inputs"`) {
+			t.Fatalf("GET /api/tasks shows step fields: %d %s", res.status, res.body)
+		}
+
 		done := c.getFlow(f.ID)
 		if done.Status != store.FlowSucceeded || done.CompletedAt == nil {
 			t.Fatalf("flow after the last step: %s, completed_at %v", done.Status, done.CompletedAt)
@@ -168,6 +175,11 @@ func TestCreateFlowInvalid(t *testing.T) {
 			}
 		}
 		c.do("POST", "/api/flows", map[string]any{"steps": []any{}}).wantError(t, http.StatusBadRequest, codeInvalidRequest)
+		tooMany := make([]map[string]any, store.MaxFlowSteps+1)
+		for i := range tooMany {
+			tooMany[i] = step(fmt.Sprintf("s%d", i), nil)
+		}
+		c.do("POST", "/api/flows", map[string]any{"steps": tooMany}).wantError(t, http.StatusRequestEntityTooLarge, codePayloadTooLarge)
 		c.do("POST", "/api/flows", map[string]any{"steps": []any{step("a", nil)}, "bogus": 1}).wantError(t, http.StatusBadRequest, codeInvalidRequest)
 
 		var list flowListJSON

@@ -85,10 +85,13 @@ func taskOut(t *store.Task) taskJSON {
 		Output:              t.Output,
 		CreatedAt:           t.CreatedAt.UTC(),
 		UpdatedAt:           t.UpdatedAt.UTC(),
-	}.withStep(t)
+	}
 }
 
-// withStep adds the flow step fields of a step task.
+// withStep adds the flow step fields of a step task. Only GET /api/tasks/{id} and claim
+// answers carry them: those are the reads that return them on every store (lists and
+// outcomes leave the inputs, which may be large, unread in PostgreSQL), so an answer's
+// shape does not depend on the store behind the server.
 func (out taskJSON) withStep(t *store.Task) taskJSON {
 	if t.FlowID == uuid.Nil {
 		return out
@@ -116,9 +119,9 @@ func tasksOut(ts []*store.Task) []taskJSON {
 	return out
 }
 
-// claimedTaskOut is taskOut plus the lease token.
+// claimedTaskOut is taskOut plus a step task's flow fields and the lease token.
 func claimedTaskOut(t *store.Task) taskJSON {
-	out := taskOut(t)
+	out := taskOut(t).withStep(t)
 	token := t.LeaseToken
 	out.LeaseToken = &token
 	out.Traceparent, out.Tracestate = t.TraceContext["traceparent"], t.TraceContext["tracestate"]

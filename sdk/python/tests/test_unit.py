@@ -197,3 +197,28 @@ class WorkerUnitTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FlowUnitTest(unittest.TestCase):
+    def test_task_context_of_a_step(self) -> None:
+        import logging
+
+        from rota import ClaimedTask, Flow
+        task = ClaimedTask.from_json({"id": "t", "queue": "q", "kind": "k", "flow_id": "f", "step": "transform",
+                                      "inputs": {"extract": [1, 2]}, "item": 2, "index": 1, "lease_token": "x"})
+        ctx = TaskContext(task, "w", logging.getLogger("test"))
+        self.assertEqual((ctx.flow_id, ctx.step, ctx.input("extract"), ctx.item, ctx.index),
+                         ("f", "transform", [1, 2], 2, 1))
+        plain = TaskContext(ClaimedTask.from_json({"id": "t", "queue": "q", "kind": "k"}), "w", logging.getLogger("test"))
+        self.assertEqual((plain.flow_id, plain.step, plain.inputs, plain.index), (None, None, {}, None))
+        with self.assertRaises(ValueError):
+            ctx.set_output("x" * (1 << 20))
+        with self.assertRaises(TypeError):
+            ctx.set_output(object())
+        ctx.set_output({"ok": True})
+        self.assertEqual(ctx.output, {"ok": True})
+
+        flow = Flow.from_json({"id": "f", "status": "RUNNING", "queue": "q", "future_field": 1,
+                               "steps": [{"name": "a", "kind": "k", "status": "WAITING", "depends_on": [],
+                                          "for_each": None, "task_ids": [], "output": None, "error": None}]})
+        self.assertEqual((flow.step("a").status, flow.extra, flow.ended), ("WAITING", {"future_field": 1}, False))

@@ -31,7 +31,18 @@ export interface HandlerContext {
   signal: AbortSignal;
   /** The id this worker claims with. */
   workerId: string;
+  /**
+   * Sets the task's result, sent with complete once the handler returns (a flow step's
+   * output reaches the steps that depend on it as their task's `inputs`). Any JSON value
+   * of at most 1 MiB; throws at once for one that cannot be sent. A later call replaces
+   * an earlier one. A flow step's task also carries `flow_id`, `step`, `inputs` and, for
+   * a for_each step, `item` and `index`.
+   */
+  setOutput(value: unknown): void;
 }
+
+/** The API's limit on a task's output, in bytes of JSON. */
+const MAX_OUTPUT_BYTES = 1 << 20;
 
 export type Handler<P = unknown> = (task: ClaimedTask<P>, ctx: HandlerContext) => unknown | Promise<unknown>;
 
@@ -97,6 +108,18 @@ interface Job {
   timeout?: NodeJS.Timeout;
   heartbeatInFlight: boolean;
   done?: Promise<void>;
+  /** What the handler set with setOutput. */
+  output?: unknown;
+}
+
+function checkedOutput(value: unknown): unknown {
+  const json = JSON.stringify(value);
+  if (json === undefined) throw new TypeError("the output cannot be encoded as JSON");
+  const size = Buffer.byteLength(json);
+  if (size > MAX_OUTPUT_BYTES) {
+    throw new RangeError(`the output is ${size} bytes of JSON, more than the ${MAX_OUTPUT_BYTES} allowed`);
+  }
+  return value;
 }
 
 export class Worker {
@@ -285,7 +308,13 @@ export class Worker {
     try {
       const handler = this.#handlers.get(task.kind);
       if (!handler) throw new Error(`no handler registered for kind "${task.kind}"`);
-      await handler(task, { signal: ctl.signal, workerId: this.workerId });
+      await handler(task, {
+        signal: ctl.signal,
+        workerId: this.workerId,
+        setOutput: (value) => {
+          job.output = value === null || value === undefined ? undefined : checkedOutput(value);
+        },
+      });
       ok = true;
     } catch (err) {
       failure = err;
@@ -318,7 +347,10 @@ export class Worker {
       try {
         const result = fail
           ? await this.client.fail(task.id, task.lease_token, fail, { traceparent: task.traceparent })
-          : await this.client.complete(task.id, task.lease_token, { traceparent: task.traceparent });
+          : await this.client.complete(task.id, task.lease_token, {
+              traceparent: task.traceparent,
+              output: job.output,
+            });
         if (kind === "failed" && fail) {
           this.#emit({ type: "failed", task: result, error: fail.error, retryable: fail.retryable !== false });
         } else {

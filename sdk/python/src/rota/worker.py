@@ -13,6 +13,7 @@ leases expire and the server's lease reaper gives the tasks to another worker.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -33,6 +34,7 @@ Handler = Callable[["TaskContext"], Any]
 """A handler takes the task's context; returning means success, raising means failure."""
 
 _MAX_CLAIM = 100  # the API's cap on one claim's limit
+_MAX_OUTPUT_BYTES = 1 << 20  # the API's cap on a task's output
 
 
 class TaskContext:
@@ -54,6 +56,8 @@ class TaskContext:
         self.cancel_requested = False
         self.lease_lost = False
         self.timed_out = False
+        #: The result ``set_output`` set, sent with ``complete``.
+        self.output: Any = None
 
     @property
     def id(self) -> str:
@@ -75,6 +79,50 @@ class TaskContext:
     def attempt(self) -> int:
         """1 for the first attempt."""
         return self.task.attempt_count
+
+    # A flow step's task (DESIGN.md section 10): its flow, step, inputs and element.
+
+    @property
+    def flow_id(self) -> str | None:
+        """The flow the task's step belongs to; None for a plain task."""
+        return self.task.flow_id
+
+    @property
+    def step(self) -> str | None:
+        """The name of the flow step the task runs; None for a plain task."""
+        return self.task.step
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        """Each dependency's output by step name ({} for a step without dependencies or a
+        plain task)."""
+        return self.task.inputs or {}
+
+    def input(self, step: str) -> Any:
+        """The output of the dependency called ``step`` (KeyError when it is none)."""
+        return self.inputs[step]
+
+    @property
+    def item(self) -> Any:
+        """The element a for_each step's task runs for (None for other tasks; check
+        ``index``, as an element may be None too)."""
+        return self.task.item
+
+    @property
+    def index(self) -> int | None:
+        """The 0-based position of a for_each task's element; None for other tasks."""
+        return self.task.index
+
+    def set_output(self, value: Any) -> None:
+        """Sets the task's result, sent with ``complete`` once the handler returns: any
+        JSON-encodable value of at most 1 MiB as compact JSON (None: none). A later call
+        replaces an earlier one. Raises TypeError or ValueError at once for a value that
+        cannot be sent, so the handler can still decide."""
+        if value is not None:
+            size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+            if size > _MAX_OUTPUT_BYTES:
+                raise ValueError(f"the output is {size} bytes of JSON, more than the {_MAX_OUTPUT_BYTES} allowed")
+        self.output = value
 
     @property
     def cancelled(self) -> bool:
@@ -371,7 +419,8 @@ class Worker:
                              task.id, "ok" if err is None else _describe(err))
             return
         if err is None:
-            self._send(att, "complete", lambda: self.client.complete(task.id, task.lease_token, traceparent=task.traceparent or None))
+            self._send(att, "complete", lambda: self.client.complete(task.id, task.lease_token, output=ctx.output,
+                                                                      traceparent=task.traceparent or None))
             return
         retryable, after = True, None
         message = _describe(err)
