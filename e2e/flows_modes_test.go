@@ -151,9 +151,7 @@ func TestFlowsHTTPWorkerOnly(t *testing.T) {
 	dbURL, pool := newDB(t)
 	base := startServer(t, "serve", "serve", "--database-url", dbURL, "--addr", "127.0.0.1:0",
 		"--reap-interval", "250ms", "--log-level", "warn")
-	began := time.Now()
 	flows := newFlowSet(t, 200, 50, createFlowsHTTP(t, base))
-	t.Logf("created in %v", time.Since(began))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	workers := []*flowHTTPWorker{{base: base, queue: "default", id: "http-1"}, {base: base, queue: "default", id: "http-2"}}
@@ -175,9 +173,7 @@ func TestFlowsHTTPWorkerOnly(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	})
 	stop()
-	t.Logf("worked in %v", time.Since(began))
 	flows.check(t, pool)
-	t.Logf("checked in %v", time.Since(began))
 	done, dropped := 0, 0
 	for _, w := range workers {
 		if err := w.failed(); err != nil {
