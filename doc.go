@@ -108,6 +108,24 @@ if your other writes commit too (no lost or phantom tasks):
 
 Workers see the tasks only after the commit.
 
+# Flows
+
+A flow is a graph of steps, each run as ordinary tasks once the steps it depends on
+succeeded; the store creates a step's tasks in the transaction that records the last
+of its dependencies' successes, so no orchestrator process exists:
+
+	flow, err := client.StartFlow(ctx, rota.FlowParams{Steps: []rota.StepParams{
+		{Name: "extract", Kind: "extract"},
+		{Name: "transform", Kind: "transform", DependsOn: []string{"extract"}, ForEach: "extract"},
+		{Name: "load", Kind: "load", DependsOn: []string{"transform"}},
+	}})
+
+A step's handler reads its dependencies' outputs with Job.Inputs or Job.Input, the
+element of a ForEach step with Job.Item and Job.Index, and returns its own output with
+Job.SetOutput; a ForEach step's output is the array of its tasks' outputs in element
+order. StartFlowTx starts a flow inside the caller's transaction, as EnqueueTx does.
+GetFlow, ListFlows, CancelFlow and ReplayFlow read and steer flows.
+
 # Errors
 
 An error caused by the input or by a task's state wraps one of the sentinel errors

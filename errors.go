@@ -26,8 +26,8 @@ var (
 	// ErrConflict: the operation would break a uniqueness rule, e.g. replaying a task
 	// whose idempotency key a newer live task now holds.
 	ErrConflict = store.ErrConflict
-	// ErrTxNotSupported: EnqueueTx was called on a memory client, which cannot join a
-	// PostgreSQL transaction.
+	// ErrTxNotSupported: EnqueueTx or StartFlowTx was called on a memory client, which
+	// cannot join a PostgreSQL transaction.
 	ErrTxNotSupported = errors.New("rota: EnqueueTx needs a PostgreSQL client (NewPostgresClient)")
 	// ErrNoHandler is wrapped by the error recorded for a task whose kind has no handler
 	// in the worker's Mux. It is retryable.
@@ -35,6 +35,9 @@ var (
 	// ErrInvalidOutput is wrapped by Job.SetOutput's error: the value does not encode as
 	// JSON, is JSON the store cannot hold, or is larger than MaxOutputBytes.
 	ErrInvalidOutput = runtime.ErrInvalidOutput
+	// ErrNotInFlow is returned by Job.Inputs, Job.Input and Job.Item for a task that is
+	// no flow step (Item: no for_each element).
+	ErrNotInFlow = runtime.ErrNotInFlow
 )
 
 // Permanent marks a handler's error as not worth retrying: the task becomes FAILED at

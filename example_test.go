@@ -156,3 +156,75 @@ func ExampleJob_SetOutput() {
 	// Output:
 	// SUCCEEDED {"rows":42}
 }
+
+// A flow runs steps as tasks, each once its dependencies succeeded: extract lists
+// files, transform runs once per file (for_each, with Job.Item), load gets every
+// transform's output in file order (Job.Inputs). No orchestrator runs: the store
+// creates each step's tasks in the transaction that records its last dependency's
+// success.
+func ExampleClient_StartFlow() {
+	ctx := context.Background()
+	client := rota.NewMemoryClient()
+	defer client.Close()
+
+	mux := rota.NewMux()
+	mux.HandleFunc("extract", func(ctx context.Context, job *rota.Job) error {
+		return job.SetOutput([]string{"a.csv", "b.csv", "c.csv"})
+	})
+	mux.HandleFunc("transform", func(ctx context.Context, job *rota.Job) error {
+		var file string
+		if err := job.Item(&file); err != nil {
+			return rota.Permanent(err)
+		}
+		index, _ := job.Index()
+		return job.SetOutput(fmt.Sprintf("%d:%s", index, file))
+	})
+	mux.HandleFunc("load", func(ctx context.Context, job *rota.Job) error {
+		var in struct {
+			Transform []string `json:"transform"`
+		}
+		if err := job.Inputs(&in); err != nil {
+			return rota.Permanent(err)
+		}
+		return job.SetOutput(len(in.Transform))
+	})
+	worker, err := client.NewWorker(rota.WorkerConfig{
+		Mux:    mux,
+		Queues: map[string]int{"default": 4},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = worker.Run(runCtx) }()
+
+	flow, err := client.StartFlow(ctx, rota.FlowParams{
+		Name: "etl",
+		Steps: []rota.StepParams{
+			{Name: "extract", Kind: "extract"},
+			{Name: "transform", Kind: "transform", DependsOn: []string{"extract"}, ForEach: "extract"},
+			{Name: "load", Kind: "load", DependsOn: []string{"transform"}},
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for flow.Status == rota.FlowRunning {
+		time.Sleep(10 * time.Millisecond)
+		if flow, err = client.GetFlow(ctx, flow.ID); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println(flow.Status)
+	for _, step := range flow.Steps {
+		fmt.Println(step.Name, step.Status, len(step.TaskIDs), string(step.Output))
+	}
+
+	// Output:
+	// SUCCEEDED
+	// extract SUCCEEDED 1 ["a.csv","b.csv","c.csv"]
+	// transform SUCCEEDED 3 ["0:a.csv","1:b.csv","2:c.csv"]
+	// load SUCCEEDED 1 3
+}

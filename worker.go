@@ -80,8 +80,8 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	return w, nil
 }
 
-// RegisterBuiltins registers Rota's built-in handler kinds on mux: noop, sleep, fail and
-// http (see the README for their payloads).
+// RegisterBuiltins registers Rota's built-in handler kinds on mux: noop, sleep, fail,
+// http and echo (see the README for their payloads).
 func RegisterBuiltins(mux *Mux, cfg BuiltinsConfig) {
 	handlers.Register(mux, cfg)
 }

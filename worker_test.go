@@ -225,7 +225,7 @@ func TestRegisterBuiltins(t *testing.T) {
 	mux := rota.NewMux()
 	rota.RegisterBuiltins(mux, rota.BuiltinsConfig{})
 	got := strings.Join(mux.Kinds(), ",")
-	for _, kind := range []string{"noop", "sleep", "fail", "http"} {
+	for _, kind := range []string{"noop", "sleep", "fail", "http", "echo"} {
 		if !strings.Contains(","+got+",", ","+kind+",") {
 			t.Errorf("Kinds() = %s, want it to include %s", got, kind)
 		}

@@ -166,6 +166,79 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
+// TestReadmeFlowsBlock runs the README's flows block word for word in the repository
+// root, with ./rota built by the quick start's own build command, against `rota dev`
+// (the quick start's server; ROTA_SERVER points the block's client commands at it): the
+// ETL flow must end SUCCEEDED with one transform task per extracted file and load's
+// inputs holding the three transform outputs in file order.
+func TestReadmeFlowsBlock(t *testing.T) {
+	block := readmeBlock(t, "flows")
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildReadmeRota(t, root)
+	url := startServer(t, "dev", "dev", "--addr", "127.0.0.1:0")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", block)
+	cmd.Dir = root
+	cmd.Env = append(withoutEnv(os.Environ(), "ROTA_"), "ROTA_SERVER="+url)
+	cmd.WaitDelay = 5 * time.Second // a killed bash leaves ./rota holding the output pipe
+	out, err := cmd.CombinedOutput()
+	t.Logf("flows block output:\n%s", out)
+	if err != nil {
+		t.Fatalf("the README's flows block failed: %v", err)
+	}
+
+	api := apiClient{t: t, url: url}
+	flows := api.call("GET", "/api/flows?name=etl", nil).expect(t, "list flows", http.StatusOK, "").list("flows")
+	if len(flows) != 1 {
+		t.Fatalf("GET /api/flows?name=etl: %d flows, want 1", len(flows))
+	}
+	id, _ := flows[0].(map[string]any)["id"].(string)
+	if !strings.Contains(string(out), id) {
+		t.Errorf("the block's output does not show flow %s", id)
+	}
+	var flow struct {
+		Status string `json:"status"`
+		Steps  []struct {
+			Name    string          `json:"name"`
+			Status  string          `json:"status"`
+			TaskIDs []string        `json:"task_ids"`
+			Output  json.RawMessage `json:"output"`
+		} `json:"steps"`
+	}
+	got := api.call("GET", "/api/flows/"+id, nil).expect(t, "get flow", http.StatusOK, "")
+	if err := json.Unmarshal([]byte(got.raw), &flow); err != nil {
+		t.Fatal(err)
+	}
+	if flow.Status != "SUCCEEDED" || len(flow.Steps) != 3 || len(flow.Steps[1].TaskIDs) != 3 {
+		t.Fatalf("flow %s: %s", id, got.raw)
+	}
+	var load struct {
+		Inputs struct {
+			Transform []struct {
+				Item  string `json:"item"`
+				Index int    `json:"index"`
+			} `json:"transform"`
+		} `json:"inputs"`
+	}
+	if err := json.Unmarshal(flow.Steps[2].Output, &load); err != nil {
+		t.Fatalf("load's output %s: %v", flow.Steps[2].Output, err)
+	}
+	files := []string{"a.csv", "b.csv", "c.csv"}
+	if len(load.Inputs.Transform) != len(files) {
+		t.Fatalf("load's inputs hold %d transform outputs, want 3: %s", len(load.Inputs.Transform), flow.Steps[2].Output)
+	}
+	for i, tr := range load.Inputs.Transform {
+		if tr.Item != files[i] || tr.Index != i {
+			t.Errorf("transform output %d is for %q (index %d), want %q", i, tr.Item, tr.Index, files[i])
+		}
+	}
+}
+
 // TestReadmeSQSBlock runs the README's SQS-mode block word for word in the repository
 // root, with ./rota built by the quick start's own build command and the environment the
 // block's prose assumes: ROTA_DATABASE_URL of a migrated database and AWS credentials

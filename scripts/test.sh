@@ -61,6 +61,7 @@ go test -race -count=1 -timeout 20m "$@"
 # (golang/go#75804); a count has no deadline to race.
 if [ "$*" = "./..." ]; then
   go test -run '^$' -fuzz '^FuzzCreateTask$' -fuzztime "${ROTA_FUZZ_EXECS:-100000}x" ./internal/api/
+  go test -run '^$' -fuzz '^FuzzCreateFlow$' -fuzztime "${ROTA_FUZZ_EXECS:-100000}x" ./internal/api/
   # The Rota-vs-River benchmark is a module of its own (bench/README.md): vet it and run
   # its smoke test (one tiny pair of every workload against the test cluster).
   (cd bench && go vet ./... && go test -count=1 ./...)

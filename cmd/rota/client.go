@@ -323,7 +323,15 @@ func printTask(w io.Writer, asJSON bool, t *apiclient.Task) error {
 	row("processing_started_at", fmtTime(t.ProcessingStartedAt))
 	row("completed_at", fmtTime(t.CompletedAt))
 	row("last_error", oneLine(t.LastError))
-	row("output", string(t.Output))
+	if len(t.Output) > 0 && string(t.Output) != "null" {
+		row("output", truncate(oneLine(string(t.Output)), 200))
+	}
+	row("flow_id", t.FlowID)
+	row("step", t.Step)
+	if t.Index != nil {
+		row("index", fmt.Sprint(*t.Index))
+		row("item", truncate(oneLine(string(t.Item)), 200))
+	}
 	row("created_at", fmtTime(&t.CreatedAt))
 	row("updated_at", fmtTime(&t.UpdatedAt))
 	return tw.Flush()

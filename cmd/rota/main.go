@@ -114,6 +114,7 @@ func commands() []command {
 		{"workers", "list the live workers of a server: workers [--queue Q]", runWorkers},
 		{"queues", "manage queues' flow control on a server: queues list|get|set|pause|resume", runQueues},
 		{"schedules", "manage cron schedules on a server: schedules list|get|create|update|delete|pause|resume|trigger|reschedule|runs", runSchedules},
+		{"flows", "start and manage flows (DAGs of steps) on a server: flows start|list|get|cancel|replay", runFlows},
 		{"stats", "show task counts by queue and status on a server", runStats},
 		{"version", "print this binary's version and Go version (also --version, -v)", runVersion},
 		{"bench", "measure drain throughput, latency and insert rates on PostgreSQL: bench [--workload drain|steady|insert|sqs|all]", runBench},

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -232,44 +231,13 @@ func (f *scheduleFlags) check(fs *flag.FlagSet) error {
 		if f.changesTask() {
 			return usagef("--flow-file makes a schedule of kind flow: give it without --kind, --queue, --payload and --max-attempts (the flow's steps name theirs)")
 		}
-		b, err := readFlowFile(f.flowFile)
+		b, err := readFlowFile("--flow-file", f.flowFile)
 		if err != nil {
 			return err
 		}
 		f.flow = b
 	}
 	return nil
-}
-
-// maxFlowFileBytes bounds what --flow-file reads (the server has its own body limit).
-const maxFlowFileBytes = 16 << 20
-
-// readFlowFile reads a flow body (a JSON object) from a file or, for "-", stdin.
-func readFlowFile(name string) (json.RawMessage, error) {
-	if name == "" {
-		return nil, usagef("--flow-file needs a file name ('-' = standard input)")
-	}
-	var (
-		b   []byte
-		err error
-	)
-	if name == "-" {
-		b, err = io.ReadAll(io.LimitReader(os.Stdin, maxFlowFileBytes+1))
-	} else {
-		b, err = os.ReadFile(name)
-	}
-	switch {
-	case err != nil:
-		return nil, usagef("--flow-file: %v", err)
-	case len(b) > maxFlowFileBytes:
-		return nil, usagef("--flow-file %s: larger than %d bytes", name, maxFlowFileBytes)
-	case !json.Valid(b):
-		return nil, usagef("--flow-file %s is not valid JSON", name)
-	}
-	if t := bytes.TrimSpace(b); len(t) == 0 || t[0] != '{' {
-		return nil, usagef(`--flow-file %s: want a JSON object such as {"steps": [{"name": "a", "kind": "extract"}]}`, name)
-	}
-	return b, nil
 }
 
 // applyTask sets the template fields that were given on t.

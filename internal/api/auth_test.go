@@ -202,7 +202,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 
-	// The Task schema lists exactly the fields the server sends.
+	// The Task schema lists exactly the fields the server sends: a plain task's, and
+	// a for_each flow step's (which adds flow_id, step, inputs, item and index).
 	task := c.createTask(map[string]any{"kind": "noop"})
 	raw := map[string]any{}
 	if err := json.Unmarshal(c.do("GET", "/api/tasks/"+task.ID.String(), nil).body, &raw); err != nil {
@@ -214,8 +215,23 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("task field %q is not in the Task schema", f)
 		}
 	}
+	c.do("POST", "/api/flows", map[string]any{"queue": "schema", "steps": []any{
+		map[string]any{"name": "a", "kind": "noop"},
+		map[string]any{"name": "b", "kind": "noop", "depends_on": []string{"a"}, "for_each": "a"},
+	}}).want(t, http.StatusCreated, nil)
+	c.complete(c.claimOne("schema"), `[1]`)
+	step := c.claimOne("schema")
+	stepRaw := map[string]any{}
+	if err := json.Unmarshal(c.do("GET", "/api/tasks/"+step.ID.String(), nil).body, &stepRaw); err != nil {
+		t.Fatal(err)
+	}
+	for f := range stepRaw {
+		if _, ok := props[f]; !ok {
+			t.Errorf("step task field %q is not in the Task schema", f)
+		}
+	}
 	for f := range props {
-		if _, ok := raw[f]; !ok {
+		if _, ok := stepRaw[f]; !ok {
 			t.Errorf("the Task schema has %q, which the server does not send", f)
 		}
 	}

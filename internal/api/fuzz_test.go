@@ -214,3 +214,64 @@ func FuzzCreateSchedule(f *testing.F) {
 		}
 	})
 }
+
+// FuzzCreateFlow feeds arbitrary bodies to the create-flow decoder: never a panic, a
+// rejection is a client error (never a 5xx), and accepted params are what the store
+// accepts as they are (Normalize again passes and changes nothing), with every step's
+// payload storable. Run as a plain test it checks the seeds.
+func FuzzCreateFlow(f *testing.F) {
+	for _, seed := range []string{
+		`{"steps":[{"name":"a","kind":"noop"}]}`,
+		`{"name":"etl","queue":"q","idempotency_key":"k","steps":[{"name":"extract","kind":"echo","payload":{"output":[1,2]}},` +
+			`{"name":"transform","kind":"echo","depends_on":["extract"],"for_each":"extract","queue":"other","max_attempts":3,"priority":2,"timeout_seconds":5},` +
+			`{"name":"load","kind":"echo","depends_on":["transform"]}]}`,
+		`{"steps":[{"name":"a","kind":"noop","depends_on":["b"]},{"name":"b","kind":"noop","depends_on":["a"]}]}`,
+		`{"steps":[{"name":"a","kind":"noop","depends_on":["a"]}]}`,
+		`{"steps":[{"name":"a","kind":"noop","for_each":"a"}]}`,
+		`{"steps":[{"name":"a","kind":"noop"},{"name":"a","kind":"noop"}]}`,
+		`{"steps":[{"name":"a","kind":"noop","payload":"\u0000"}]}`,
+		`{"steps":[{"name":"a","kind":"noop","max_attempts":0}]}`,
+		`{"steps":[{"name":"","kind":"noop"}]}`,
+		`{"steps":[]}`,
+		`{"queue":"a b","steps":[{"name":"a","kind":"noop"}]}`,
+		`{"name":"1x","steps":[{"name":"a","kind":"noop"}]}`,
+		`{"steps":[{"name":"a","kind":"noop","depends_on":["b","b"]},{"name":"b","kind":"noop"}]}`,
+		`{"steps":null}`,
+		`{"steps":[{"name":"a","kind":"noop","extra":1}]}`,
+		`[]`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := decodeCreateFlow(body)
+		if err != nil {
+			var ae *apiError
+			switch {
+			case errors.As(err, &ae):
+				if ae.status < 400 || ae.status > 499 {
+					t.Fatalf("rejected %q with status %d", body, ae.status)
+				}
+			case !errors.Is(err, store.ErrInvalid):
+				t.Fatalf("rejected %q with an error that maps to 500: %v", body, err)
+			}
+			return
+		}
+		again := p
+		again.Steps = append([]store.StepParams(nil), p.Steps...)
+		if err := again.Normalize(); err != nil {
+			t.Fatalf("accepted %q, but Normalize rejects the params: %v", body, err)
+		}
+		if again.ID != p.ID || again.Queue != p.Queue || len(again.Steps) != len(p.Steps) {
+			t.Fatalf("accepted %q with params that were not normalized: %+v", body, p)
+		}
+		for i, st := range p.Steps {
+			if st.Queue == "" || st.MaxAttempts < 1 || !json.Valid(st.Payload) || len(st.Payload) > store.MaxPayloadBytes {
+				t.Fatalf("accepted step %d not normalized: %+v", i, st)
+			}
+			if err := store.CheckStorableJSON(st.Payload); err != nil {
+				t.Fatalf("accepted a step payload PostgreSQL rejects: %v", err)
+			}
+		}
+	})
+}

@@ -37,6 +37,15 @@ type taskJSON struct {
 	Output    json.RawMessage `json:"output"`
 	CreatedAt time.Time       `json:"created_at"`
 	UpdatedAt time.Time       `json:"updated_at"`
+	// The flow step the task runs (DESIGN.md section 10), absent for a plain task:
+	// FlowID and Step name it, Inputs maps each dependency's step name to its output,
+	// Item and Index are the element a for_each task runs for (absent otherwise; an
+	// element may be null, which is then sent as null).
+	FlowID *uuid.UUID       `json:"flow_id,omitempty"`
+	Step   string           `json:"step,omitempty"`
+	Inputs json.RawMessage  `json:"inputs,omitempty"`
+	Item   *json.RawMessage `json:"item,omitempty"`
+	Index  *int             `json:"index,omitempty"`
 	// LeaseToken is set only in claim answers: it is the worker's proof of ownership,
 	// and anyone who can read tasks must not be able to complete them.
 	LeaseToken *uuid.UUID `json:"lease_token,omitempty"`
@@ -81,6 +90,29 @@ func taskOut(t *store.Task) taskJSON {
 	}
 }
 
+// withStep adds the flow step fields of a step task. Only GET /api/tasks/{id} and claim
+// answers carry them: those are the reads that return them on every store (lists and
+// outcomes leave the inputs, which may be large, unread in PostgreSQL), so an answer's
+// shape does not depend on the store behind the server.
+func (out taskJSON) withStep(t *store.Task) taskJSON {
+	if t.FlowID == uuid.Nil {
+		return out
+	}
+	id := t.FlowID
+	out.FlowID, out.Step, out.Inputs, out.Index = &id, t.Step, t.Inputs, t.Index
+	if len(out.Inputs) == 0 {
+		out.Inputs = json.RawMessage(`{}`)
+	}
+	if t.Index != nil {
+		item := t.Item
+		if len(item) == 0 {
+			item = json.RawMessage(`null`)
+		}
+		out.Item = &item
+	}
+	return out
+}
+
 func tasksOut(ts []*store.Task) []taskJSON {
 	out := make([]taskJSON, len(ts)) // never nil: an empty list is [], not null
 	for i, t := range ts {
@@ -89,9 +121,9 @@ func tasksOut(ts []*store.Task) []taskJSON {
 	return out
 }
 
-// claimedTaskOut is taskOut plus the lease token.
+// claimedTaskOut is taskOut plus a step task's flow fields and the lease token.
 func claimedTaskOut(t *store.Task) taskJSON {
-	out := taskOut(t)
+	out := taskOut(t).withStep(t)
 	token := t.LeaseToken
 	out.LeaseToken = &token
 	out.Traceparent, out.Tracestate = t.TraceContext["traceparent"], t.TraceContext["tracestate"]

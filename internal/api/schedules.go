@@ -470,7 +470,7 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
 			return scheduleError(name, err)
 		}
 		w.Header().Set("Location", "/api/flows/"+f.ID.String())
-		writeJSON(w, http.StatusCreated, scheduledFlowOut(f))
+		writeJSON(w, http.StatusCreated, flowOut(f)) // the flow JSON of POST /api/flows
 		return nil
 	}
 	if err != nil {
@@ -520,44 +520,4 @@ func (s *Server) listScheduleRuns(w http.ResponseWriter, r *http.Request) error 
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// scheduledFlowJSON is a flow a trigger started, in the flow JSON of DESIGN.md section 10.
-// (The flow routes, /api/flows, are built elsewhere; this shape is the same contract.)
-type scheduledFlowJSON struct {
-	ID          uuid.UUID              `json:"id"`
-	Name        *string                `json:"name"`
-	Queue       string                 `json:"queue"`
-	Status      store.FlowStatus       `json:"status"`
-	CreatedAt   time.Time              `json:"created_at"`
-	CompletedAt *time.Time             `json:"completed_at"`
-	Steps       []scheduledFlowStepOut `json:"steps"`
-}
-
-type scheduledFlowStepOut struct {
-	Name      string           `json:"name"`
-	Kind      string           `json:"kind"`
-	Status    store.StepStatus `json:"status"`
-	DependsOn []string         `json:"depends_on"`
-	ForEach   *string          `json:"for_each"`
-	TaskIDs   []uuid.UUID      `json:"task_ids"`
-	Output    json.RawMessage  `json:"output"`
-	Error     *string          `json:"error"`
-}
-
-func scheduledFlowOut(f *store.Flow) scheduledFlowJSON {
-	orNull := func(s string) *string {
-		if s == "" {
-			return nil
-		}
-		return &s
-	}
-	out := scheduledFlowJSON{ID: f.ID, Name: orNull(f.Name), Queue: f.Queue, Status: f.Status,
-		CreatedAt: f.CreatedAt.UTC(), CompletedAt: utcPtr(f.CompletedAt), Steps: make([]scheduledFlowStepOut, len(f.Steps))}
-	for i, st := range f.Steps {
-		out.Steps[i] = scheduledFlowStepOut{Name: st.Name, Kind: st.Kind, Status: st.Status,
-			DependsOn: append([]string{}, st.DependsOn...), ForEach: orNull(st.ForEach),
-			TaskIDs: append([]uuid.UUID{}, st.TaskIDs...), Output: st.Output, Error: orNull(st.Error)}
-	}
-	return out
 }

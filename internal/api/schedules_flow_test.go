@@ -42,7 +42,7 @@ func TestScheduleOfKindFlow(t *testing.T) {
 		}
 
 		res := c.do("POST", "/api/schedules/nightly/trigger", nil)
-		var started scheduledFlowJSON
+		var started flowJSON
 		res.want(t, http.StatusCreated, &started)
 		if started.Status != store.FlowRunning || len(started.Steps) != 1 || len(started.Steps[0].TaskIDs) != 1 ||
 			res.header.Get("Location") != "/api/flows/"+started.ID.String() {

@@ -112,7 +112,16 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
-	return s.taskOp(w, r, s.cfg.Store.GetTask)
+	id, err := parseID(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.cfg.Store.GetTask(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, taskOut(t).withStep(t))
+	return nil
 }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) error {

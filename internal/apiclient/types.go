@@ -28,9 +28,18 @@ type Task struct {
 	ProcessingStartedAt *time.Time      `json:"processing_started_at"`
 	CompletedAt         *time.Time      `json:"completed_at"`
 	LastError           string          `json:"last_error"`
-	Output              json.RawMessage `json:"output"` // what the successful attempt returned; nil when none
-	CreatedAt           time.Time       `json:"created_at"`
-	UpdatedAt           time.Time       `json:"updated_at"`
+	// Output is what the successful attempt returned; nil or null when none.
+	Output    json.RawMessage `json:"output"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+	// A flow step's task: its flow, its step's name and its inputs (each dependency's
+	// output by step name); a for_each task also has Item (the element) and Index.
+	// Zero for a plain task.
+	FlowID string          `json:"flow_id,omitempty"`
+	Step   string          `json:"step,omitempty"`
+	Inputs json.RawMessage `json:"inputs,omitempty"`
+	Item   json.RawMessage `json:"item,omitempty"`
+	Index  *int            `json:"index,omitempty"`
 	// Warnings is set only in a create answer: the task was created, but no live
 	// worker may run it yet (its queue has none, or none handles its kind).
 	Warnings []string `json:"warnings,omitempty"`

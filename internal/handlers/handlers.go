@@ -1,5 +1,5 @@
 // Package handlers implements Rota's built-in task kinds (DESIGN.md section 7): noop,
-// sleep, fail and http. `rota dev` and `rota worker` register them; they are also handy
+// sleep, fail, http and echo. `rota dev` and `rota worker` register them; they are also handy
 // for trying Rota out and for end-to-end tests.
 package handlers
 
@@ -29,9 +29,10 @@ type Config struct {
 	DenyPrivate bool
 }
 
-// Register adds the noop, sleep, fail and http kinds to mux.
+// Register adds the noop, sleep, fail, http and echo kinds to mux.
 func Register(mux *runtime.Mux, cfg Config) {
 	mux.HandleFunc("noop", noop)
+	mux.HandleFunc("echo", echo)
 	mux.HandleFunc("sleep", sleep)
 	mux.HandleFunc("fail", fail)
 	mux.Handle("http", newHTTPHandler(cfg))
@@ -83,6 +84,34 @@ func fail(_ context.Context, job *runtime.Job) error {
 		return runtime.Permanent(err)
 	}
 	return err
+}
+
+// echo succeeds with an output (DESIGN.md section 10): payload.output when the payload
+// has an "output" field, otherwise what the task was given, {"payload", "inputs", "item",
+// "index"}, with "inputs" only for a flow step and "item" and "index" only for a task of
+// a for_each step. It is the smallest kind that shows a flow's data moving: a first step
+// sets the array a for_each fans out over, and each later step echoes what reached it.
+func echo(_ context.Context, job *runtime.Job) error {
+	var p struct {
+		Output json.RawMessage `json:"output"`
+	}
+	if err := decode(job, &p); err != nil {
+		return err
+	}
+	if p.Output != nil { // present, null included
+		return job.SetOutput(p.Output)
+	}
+	t := job.Task
+	given := struct {
+		Payload json.RawMessage `json:"payload"`
+		Inputs  json.RawMessage `json:"inputs,omitempty"`
+		Item    json.RawMessage `json:"item,omitempty"`
+		Index   *int            `json:"index,omitempty"`
+	}{Payload: t.Payload, Inputs: t.Inputs, Item: t.Item, Index: t.Index}
+	if len(bytes.TrimSpace(given.Payload)) == 0 {
+		given.Payload = json.RawMessage(`{}`)
+	}
+	return job.SetOutput(given)
 }
 
 // decode unmarshals the task's payload into v. A payload that does not fit is a

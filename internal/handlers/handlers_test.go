@@ -47,8 +47,41 @@ func outcome(err error) string {
 
 func TestKinds(t *testing.T) {
 	got := newMux(t, Config{}).Kinds()
-	if want := []string{"fail", "http", "noop", "sleep"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"echo", "fail", "http", "noop", "sleep"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("Kinds() = %v, want %v", got, want)
+	}
+}
+
+func TestEcho(t *testing.T) {
+	mux := newMux(t, Config{})
+	index := 2
+	step := job("echo", `{"n": 1}`, 1)
+	step.Task.Inputs, step.Task.Item, step.Task.Index = json.RawMessage(`{"a": [1, 2, "x"]}`), json.RawMessage(`"x"`), &index
+	root := job("echo", `{}`, 1)
+	root.Task.Inputs = json.RawMessage(`{}`)
+	for _, c := range []struct {
+		name string
+		job  *runtime.Job
+		want string
+	}{
+		{"payload.output", job("echo", `{"output": [1, {"b": 2}], "other": 3}`, 1), `[1,{"b":2}]`},
+		{"output null is none", job("echo", `{"output": null}`, 1), ``},
+		{"plain task", job("echo", `{"n": 1}`, 1), `{"payload":{"n":1}}`},
+		{"no payload", job("echo", ``, 1), `{"payload":{}}`},
+		{"root step", root, `{"payload":{},"inputs":{}}`},
+		{"for_each step", step, `{"payload":{"n":1},"inputs":{"a":[1,2,"x"]},"item":"x","index":2}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := mux.Work(context.Background(), c.job); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(c.job.Output()); got != c.want {
+				t.Errorf("output %s, want %s", got, c.want)
+			}
+		})
+	}
+	if err := mux.Work(context.Background(), job("echo", `[1]`, 1)); outcome(err) != "permanent" {
+		t.Errorf("a payload that is no object: %v, want a permanent error", err)
 	}
 }
 

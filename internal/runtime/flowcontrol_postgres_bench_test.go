@@ -130,24 +130,6 @@ func fillGroupedBacklog(b *testing.B, pool *pgxpool.Pool, st store.Store, queue 
 	}
 }
 
-func waitAllSucceeded(b *testing.B, pool *pgxpool.Pool, want int) {
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		var n int
-		if err := pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM rota.tasks WHERE status = 'SUCCEEDED'`).Scan(&n); err != nil {
-			b.Fatal(err)
-		}
-		if n == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d tasks succeeded", n, want)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // claimCounter counts a worker's claims held back by a queue setting.
 type claimCounter struct {
 	runtime.NopObserver

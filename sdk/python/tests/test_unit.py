@@ -212,5 +212,57 @@ class WorkerUnitTest(unittest.TestCase):
                                   ("fail", "PermanentError: bad", False, None),
                                   ("fail", "Retry: later", True, 7)])
 
+    def test_set_output_takes_the_place_of_the_return_value(self) -> None:
+        fake = FakeAPI(total=4)
+        self.addCleanup(fake.close)
+        w = Worker(Client(fake.url), queues=["q"], concurrency=1, wait_seconds=0)
+        calls = iter(range(4))
+
+        def handler(ctx: TaskContext) -> Any:
+            n = next(calls)
+            if n == 1:
+                ctx.set_output({"set": 1})
+            elif n == 2:
+                ctx.set_output({"set": 2})
+                ctx.set_output(None)  # set to none: the return value still does not count
+            elif n == 3:
+                ctx.set_output({"set": 3})
+                return None
+            return {"returned": n}
+
+        w.register("block", handler)
+        w.start()
+        self.addCleanup(lambda: (w.stop(), w.join(10)))
+        _support.wait_until("four outcomes", lambda: len(fake.outcomes) == 4)
+        self.assertEqual([(verb, b.get("output", "absent")) for verb, b in fake.outcomes],
+                         [("complete", {"returned": 0}), ("complete", {"set": 1}), ("complete", "absent"),
+                          ("complete", {"set": 3})])
+
+
+class FlowUnitTest(unittest.TestCase):
+    def test_task_context_of_a_step(self) -> None:
+        import logging
+
+        from rota import ClaimedTask, Flow
+        task = ClaimedTask.from_json({"id": "t", "queue": "q", "kind": "k", "flow_id": "f", "step": "transform",
+                                      "inputs": {"extract": [1, 2]}, "item": 2, "index": 1, "lease_token": "x"})
+        ctx = TaskContext(task, "w", logging.getLogger("test"))
+        self.assertEqual((ctx.flow_id, ctx.step, ctx.input("extract"), ctx.item, ctx.index),
+                         ("f", "transform", [1, 2], 2, 1))
+        plain = TaskContext(ClaimedTask.from_json({"id": "t", "queue": "q", "kind": "k"}), "w", logging.getLogger("test"))
+        self.assertEqual((plain.flow_id, plain.step, plain.inputs, plain.index), (None, None, {}, None))
+        with self.assertRaises(ValueError):
+            ctx.set_output("x" * (1 << 20))
+        with self.assertRaises(ValueError):  # check_output's error, as for a return value
+            ctx.set_output(object())
+        ctx.set_output({"ok": True})
+        self.assertEqual(ctx.output, {"ok": True})
+
+        flow = Flow.from_json({"id": "f", "status": "RUNNING", "queue": "q", "future_field": 1,
+                               "steps": [{"name": "a", "kind": "k", "status": "WAITING", "depends_on": [],
+                                          "for_each": None, "task_ids": [], "output": None, "error": None}]})
+        self.assertEqual((flow.step("a").status, flow.extra, flow.ended), ("WAITING", {"future_field": 1}, False))
+
+
 if __name__ == "__main__":
     unittest.main()

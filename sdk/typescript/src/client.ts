@@ -10,7 +10,11 @@ import type {
   CreatedTask,
   EnqueueRequest,
   FailRequest,
+  Flow,
+  FlowPage,
+  ListFlowsOptions,
   ListTasksOptions,
+  StartFlowRequest,
   Task,
   TaskPage,
 } from "./types.js";
@@ -159,6 +163,43 @@ export class Client {
   /** Runs a finished task again (back to PENDING): `POST /api/tasks/{id}/replay`. */
   async replay(id: string, opts?: CallOptions): Promise<Task> {
     return this.#call("POST", `/api/tasks/${encodeURIComponent(id)}/replay`, opts);
+  }
+
+  // Flows (DESIGN.md section 10).
+
+  /**
+   * Starts a flow: `POST /api/flows`. An invalid graph is a RotaError 400 naming the
+   * step, and nothing is written; an idempotency hit returns the existing flow.
+   */
+  async startFlow(req: StartFlowRequest, opts?: CallOptions): Promise<Flow> {
+    return this.#call("POST", "/api/flows", { body: req, ...opts });
+  }
+
+  /** A flow with its steps: `GET /api/flows/{id}`. */
+  async getFlow(id: string, opts?: CallOptions): Promise<Flow> {
+    return this.#call("GET", `/api/flows/${encodeURIComponent(id)}`, opts);
+  }
+
+  /** One page of flows, newest first, without steps: `GET /api/flows`. */
+  async listFlows(filters: ListFlowsOptions = {}, opts?: CallOptions): Promise<FlowPage> {
+    const q = new URLSearchParams();
+    const statuses = filters.status === undefined ? [] : [filters.status].flat();
+    for (const s of statuses) q.append("status", s);
+    if (filters.name !== undefined) q.set("name", filters.name);
+    if (filters.limit !== undefined) q.set("limit", String(filters.limit));
+    if (filters.cursor) q.set("cursor", filters.cursor);
+    const qs = q.toString();
+    return this.#call("GET", `/api/flows${qs ? `?${qs}` : ""}`, opts);
+  }
+
+  /** Cancels a RUNNING flow: `POST /api/flows/{id}/cancel` (409 once it ended otherwise). */
+  async cancelFlow(id: string, opts?: CallOptions): Promise<Flow> {
+    return this.#call("POST", `/api/flows/${encodeURIComponent(id)}/cancel`, opts);
+  }
+
+  /** Runs a FAILED or CANCELED flow's failed and canceled steps again: `POST /api/flows/{id}/replay`. */
+  async replayFlow(id: string, opts?: CallOptions): Promise<Flow> {
+    return this.#call("POST", `/api/flows/${encodeURIComponent(id)}/replay`, opts);
   }
 
   // Worker protocol. Each outcome carries the lease token of the claim; a token that is

@@ -38,6 +38,13 @@ export interface Task<P = unknown> {
   output: unknown;
   created_at: string;
   updated_at: string;
+  /** A flow step's task: its flow, its step's name, each dependency's output by step name. */
+  flow_id?: string;
+  step?: string;
+  inputs?: Record<string, unknown>;
+  /** A for_each step's task: the element it runs for (may be null) and its 0-based index. */
+  item?: unknown;
+  index?: number;
 }
 
 /**
@@ -132,4 +139,76 @@ export interface FailRequest {
   /** Default true. */
   retryable?: boolean;
   retry_after_seconds?: number;
+}
+
+export type FlowStatus = "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELED";
+
+/** WAITING until the step's tasks exist, then a task status (a for_each step's sums up its tasks'). */
+export type StepStatus = "WAITING" | TaskStatus;
+
+/** One step of a flow. */
+export interface FlowStep {
+  name: string;
+  kind: string;
+  queue: string;
+  status: StepStatus;
+  depends_on: string[];
+  for_each: string | null;
+  /** In element order; empty while WAITING. */
+  task_ids: string[];
+  /** Its task's output, or a for_each step's array of its tasks' outputs in element order. */
+  output: unknown;
+  error: string | null;
+}
+
+/** A flow as the API shows it; list answers have no steps. */
+export interface Flow {
+  id: string;
+  name: string | null;
+  queue: string;
+  status: FlowStatus;
+  idempotency_key: string | null;
+  created_at: string;
+  updated_at: string;
+  completed_at: string | null;
+  steps?: FlowStep[];
+}
+
+/** One step of `POST /api/flows`. */
+export interface StepRequest {
+  name: string;
+  kind: string;
+  payload?: unknown;
+  /** Other steps of the flow, in any order. */
+  depends_on?: string[];
+  /** One of depends_on: one task per element of that step's output array. */
+  for_each?: string;
+  queue?: string;
+  max_attempts?: number;
+  priority?: number;
+  timeout_seconds?: number;
+}
+
+/** The body of `POST /api/flows`. */
+export interface StartFlowRequest {
+  name?: string;
+  /** The steps' queue unless a step names its own. Default "default". */
+  queue?: string;
+  /** A second start with the key of a live or succeeded flow returns that flow. */
+  idempotency_key?: string;
+  steps: StepRequest[];
+}
+
+/** Filters of `GET /api/flows`. */
+export interface ListFlowsOptions {
+  status?: FlowStatus | FlowStatus[];
+  name?: string;
+  limit?: number;
+  cursor?: string;
+}
+
+export interface FlowPage {
+  flows: Flow[];
+  /** "" on the last page. */
+  next_cursor: string;
 }

@@ -6,7 +6,8 @@
  *   claim (long poll, never more tasks than free slots)
  *   -> handler(task, { signal }) runs, heartbeats extend the lease every heartbeatIntervalMs
  *   -> the outcome is reported with the claim's lease token:
- *        returned            complete, with the returned value as the task's output
+ *        returned            complete, with the returned value as the task's output, or
+ *                            the value given to ctx.setOutput if the handler called it
  *                            (a value that cannot be one: fail, not retryable)
  *        threw RetryError    fail, retryable, retry_after_seconds = afterSeconds
  *        threw PermanentError fail, not retryable (FAILED)
@@ -32,11 +33,21 @@ export interface HandlerContext {
   signal: AbortSignal;
   /** The id this worker claims with. */
   workerId: string;
+  /**
+   * Sets the task's result, sent with complete once the handler returns, in place of its
+   * return value (a flow step's output reaches the steps that depend on it as their
+   * task's `inputs`). Any JSON value of at most 1 MiB (undefined or null: none); throws
+   * at once (checkOutput) for one that cannot be sent. A later call replaces an earlier
+   * one. A flow step's task also carries `flow_id`, `step`, `inputs` and, for a
+   * for_each step, `item` and `index`.
+   */
+  setOutput(value: unknown): void;
 }
 
 /**
  * Runs one attempt. What it returns (or resolves to) is the task's output: any JSON value
- * of at most 1 MiB; undefined or null is none.
+ * of at most 1 MiB; undefined or null is none. Once the handler has called
+ * ctx.setOutput, the value it set is the output instead and the return value is ignored.
  */
 export type Handler<P = unknown> = (task: ClaimedTask<P>, ctx: HandlerContext) => unknown | Promise<unknown>;
 
@@ -102,6 +113,9 @@ interface Job {
   timeout?: NodeJS.Timeout;
   heartbeatInFlight: boolean;
   done?: Promise<void>;
+  /** What the handler set with setOutput, once outputSet: the output in place of its return value. */
+  output?: unknown;
+  outputSet?: boolean;
 }
 
 export class Worker {
@@ -291,7 +305,16 @@ export class Worker {
     try {
       const handler = this.#handlers.get(task.kind);
       if (!handler) throw new Error(`no handler registered for kind "${task.kind}"`);
-      output = await handler(task, { signal: ctl.signal, workerId: this.workerId });
+      const returned = await handler(task, {
+        signal: ctl.signal,
+        workerId: this.workerId,
+        setOutput: (value) => {
+          if (value !== null) checkOutput(value); // throws at once, while the handler can still act
+          job.output = value === null ? undefined : value;
+          job.outputSet = true;
+        },
+      });
+      output = job.outputSet ? job.output : returned;
       ok = true;
     } catch (err) {
       failure = err;

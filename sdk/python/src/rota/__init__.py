@@ -25,8 +25,12 @@ from .models import (
     PENDING,
     PROCESSING,
     SUCCEEDED,
+    RUNNING,
+    WAITING,
     Attempt,
     ClaimedTask,
+    Flow,
+    FlowStep,
     NewTask,
     Task,
     TaskPage,
@@ -36,8 +40,9 @@ from .worker import Handler, TaskContext, Worker, WorkerStats
 
 __all__ = [
     "Attempt", "CANCELED", "Cancelled", "ClaimedTask", "Client", "DEAD", "DEFAULT_SERVER", "ENQUEUED",
-    "FAILED", "Handler", "MAX_OUTPUT_BYTES", "NewTask", "PENDING", "PROCESSING", "PermanentError", "Retry", "RotaError",
-    "SUCCEEDED", "Task", "TaskContext", "TaskPage", "Worker", "WorkerStats", "check_output", "parse_time",
+    "FAILED", "Flow", "FlowStep", "Handler", "MAX_OUTPUT_BYTES", "NewTask", "PENDING", "PROCESSING", "PermanentError",
+    "Retry", "RotaError", "RUNNING", "SUCCEEDED", "Task", "TaskContext", "TaskPage", "WAITING", "Worker", "WorkerStats",
+    "check_output", "parse_time",
 ]
 __version__ = "0.1.0"
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Iterable, Iterator, Mapping
 
 from .errors import RotaError
-from .models import Attempt, ClaimedTask, NewTask, Task, TaskPage
+from .models import Attempt, ClaimedTask, Flow, NewTask, Task, TaskPage
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 
@@ -158,6 +158,82 @@ class Client:
         """``POST /api/tasks/{id}/replay``: a DEAD, FAILED or CANCELED task runs again (PENDING)."""
         _, body = self._call("POST", f"/api/tasks/{_seg(task_id)}/replay")
         return Task.from_json(body)
+
+    # --- flows -------------------------------------------------------------------------
+
+    def start_flow(
+        self,
+        steps: Iterable[Mapping[str, Any]],
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> Flow:
+        """Starts a flow (``POST /api/flows``). Each step is a dict of the API's step
+        fields: ``name``, ``kind``, and optionally ``payload``, ``depends_on``,
+        ``for_each``, ``queue``, ``max_attempts``, ``priority``, ``timeout_seconds``.
+        An invalid graph raises RotaError ``invalid_request`` (400) naming the step, and
+        nothing is written. With an ``idempotency_key`` a live or succeeded flow holds,
+        that flow is returned; ``start_flow_status`` tells the two apart."""
+        flow, _ = self.start_flow_status(steps, name=name, queue=queue, idempotency_key=idempotency_key)
+        return flow
+
+    def start_flow_status(
+        self,
+        steps: Iterable[Mapping[str, Any]],
+        *,
+        name: str | None = None,
+        queue: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> tuple[Flow, bool]:
+        """Like ``start_flow``; also returns True when the flow is new (201), False for an
+        idempotency hit (200)."""
+        body: dict[str, Any] = {"steps": [dict(s) for s in steps]}
+        for key, value in (("name", name), ("queue", queue), ("idempotency_key", idempotency_key)):
+            if value is not None:
+                body[key] = value
+        status, answer = self._call("POST", "/api/flows", body)
+        return Flow.from_json(answer), status == 201
+
+    def get_flow(self, flow_id: str) -> Flow:
+        """``GET /api/flows/{id}``: the flow with its steps; RotaError ``not_found`` (404)."""
+        _, body = self._call("GET", f"/api/flows/{_seg(flow_id)}")
+        return Flow.from_json(body)
+
+    def list_flows(
+        self,
+        *,
+        status: str | Iterable[str] | None = None,
+        name: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> tuple[list[Flow], str]:
+        """``GET /api/flows``: one page of flows, newest first, without their steps, and
+        the next cursor (``""`` on the last page)."""
+        query: dict[str, str] = {}
+        if status:
+            query["status"] = status if isinstance(status, str) else ",".join(status)
+        if name:
+            query["name"] = name
+        if limit:
+            query["limit"] = str(limit)
+        if cursor:
+            query["cursor"] = cursor
+        path = "/api/flows" + ("?" + urllib.parse.urlencode(query) if query else "")
+        _, body = self._call("GET", path)
+        return [Flow.from_json(f) for f in body["flows"]], body["next_cursor"]
+
+    def cancel_flow(self, flow_id: str) -> Flow:
+        """``POST /api/flows/{id}/cancel``: a RUNNING flow becomes CANCELED (409 once it
+        ended SUCCEEDED or FAILED)."""
+        _, body = self._call("POST", f"/api/flows/{_seg(flow_id)}/cancel")
+        return Flow.from_json(body)
+
+    def replay_flow(self, flow_id: str) -> Flow:
+        """``POST /api/flows/{id}/replay``: a FAILED or CANCELED flow runs its failed and
+        canceled steps again (RUNNING); 409 otherwise."""
+        _, body = self._call("POST", f"/api/flows/{_seg(flow_id)}/replay")
+        return Flow.from_json(body)
 
     # --- worker protocol ---------------------------------------------------------------
 

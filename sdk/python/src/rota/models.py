@@ -65,6 +65,15 @@ class Task:
     output: Any = None
     created_at: str | None = None
     updated_at: str | None = None
+    #: A flow step's task: its flow, its step's name and its inputs (each dependency's
+    #: output by step name). None for a plain task.
+    flow_id: str | None = None
+    step: str | None = None
+    inputs: dict[str, Any] | None = None
+    #: A for_each step's task: the element it runs for (may itself be None) and its
+    #: 0-based position (None for any other task).
+    item: Any = None
+    index: int | None = None
     #: Set on what ``enqueue`` returns: the task was created, but no live worker may run it
     #: yet (its queue has none, or none handles its kind). Not part of the task: equality
     #: ignores it, and ``get`` never has it.
@@ -163,3 +172,64 @@ def format_time(value: datetime | str) -> str:
     if value.tzinfo is None:
         raise ValueError("scheduled_for needs a timezone-aware datetime (e.g. datetime.now(timezone.utc))")
     return value.isoformat()
+
+
+# Flow statuses (DESIGN.md section 10); a step is WAITING until its tasks exist, then
+# has a task status.
+RUNNING = "RUNNING"
+WAITING = "WAITING"
+
+
+@dataclass
+class FlowStep:
+    """One step of a flow: its status, task ids in element order, output and error."""
+
+    name: str
+    kind: str
+    status: str = ""
+    queue: str = ""
+    depends_on: list[str] = field(default_factory=list)
+    for_each: str | None = None
+    task_ids: list[str] = field(default_factory=list)
+    #: The step's output once it SUCCEEDED: its task's, or for a for_each step the list
+    #: of its tasks' outputs in element order.
+    output: Any = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "FlowStep":
+        return _build(cls, data)
+
+
+@dataclass
+class Flow:
+    """A flow as the API shows it (``GET /api/flows/{id}``); list answers have no steps."""
+
+    id: str
+    status: str
+    queue: str = ""
+    name: str | None = None
+    idempotency_key: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    completed_at: str | None = None
+    steps: list[FlowStep] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Flow":
+        flow = _build(cls, {k: v for k, v in data.items() if k != "steps"})
+        flow.steps = [FlowStep.from_json(s) for s in data.get("steps") or []]
+        return flow
+
+    def step(self, name: str) -> FlowStep:
+        """The step called ``name`` (KeyError when none)."""
+        for s in self.steps:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    @property
+    def ended(self) -> bool:
+        return self.status != RUNNING

@@ -33,8 +33,9 @@ Handler = Callable[["TaskContext"], Any]
 """A handler takes the task's context; returning means success, raising means failure.
 
 What it returns (any JSON value, at most 1 MiB of compact JSON) becomes the task's output;
-None means none. A return value that cannot be an output fails the task permanently,
-rather than losing the result."""
+None means none. A handler may instead call ``ctx.set_output(value)``: once it has, that
+value is the output and the return value is ignored. An output that cannot be kept fails
+the task permanently, rather than losing the result."""
 
 _MAX_CLAIM = 100  # the API's cap on one claim's limit
 
@@ -58,6 +59,9 @@ class TaskContext:
         self.cancel_requested = False
         self.lease_lost = False
         self.timed_out = False
+        #: The result ``set_output`` set, sent with ``complete`` in place of the return value.
+        self.output: Any = None
+        self._output_set = False
 
     @property
     def id(self) -> str:
@@ -79,6 +83,50 @@ class TaskContext:
     def attempt(self) -> int:
         """1 for the first attempt."""
         return self.task.attempt_count
+
+    # A flow step's task (DESIGN.md section 10): its flow, step, inputs and element.
+
+    @property
+    def flow_id(self) -> str | None:
+        """The flow the task's step belongs to; None for a plain task."""
+        return self.task.flow_id
+
+    @property
+    def step(self) -> str | None:
+        """The name of the flow step the task runs; None for a plain task."""
+        return self.task.step
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        """Each dependency's output by step name ({} for a step without dependencies or a
+        plain task)."""
+        return self.task.inputs or {}
+
+    def input(self, step: str) -> Any:
+        """The output of the dependency called ``step`` (KeyError when it is none)."""
+        return self.inputs[step]
+
+    @property
+    def item(self) -> Any:
+        """The element a for_each step's task runs for (None for other tasks; check
+        ``index``, as an element may be None too)."""
+        return self.task.item
+
+    @property
+    def index(self) -> int | None:
+        """The 0-based position of a for_each task's element; None for other tasks."""
+        return self.task.index
+
+    def set_output(self, value: Any) -> None:
+        """Sets the task's result, sent with ``complete`` once the handler returns, in place
+        of whatever the handler returns: any JSON value of at most ``MAX_OUTPUT_BYTES`` as
+        compact JSON (None: none). A later call replaces an earlier one. Raises ValueError
+        at once (``check_output``) for a value that cannot be kept, so the handler can
+        still decide; the value is checked again before ``complete``."""
+        if value is not None:
+            check_output(value)
+        self.output = value
+        self._output_set = True
 
     @property
     def cancelled(self) -> bool:
@@ -358,7 +406,8 @@ class Worker:
                 self._slots.notify_all()
 
     def _call(self, att: _Attempt) -> tuple[Any, BaseException | None]:
-        """Runs the handler: its return value (the task's output) or its exception."""
+        """Runs the handler: the task's output (what it gave ``ctx.set_output``, else its
+        return value) or its exception."""
         handler = self._handlers.get(att.task.kind)
         if handler is None:
             return None, LookupError(f"no handler registered for kind {att.task.kind!r} on worker {self.worker_id}")
@@ -366,6 +415,8 @@ class Worker:
             output = handler(att.ctx)
         except Exception as err:  # noqa: BLE001 - any exception is a (retryable) failure
             return None, err
+        if att.ctx._output_set:
+            output = att.ctx.output
         if output is not None:
             try:
                 check_output(output)
