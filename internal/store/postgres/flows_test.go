@@ -463,3 +463,60 @@ func TestPlainTasksNeverRunTheFlowTriggers(t *testing.T) {
 		t.Fatalf("flow is %s", f.Status)
 	}
 }
+
+// TestWideFanOutStartsInOneBoundedStatement: the success of a step whose output is a
+// 10,000-element array starts the for_each step over it in the same statement, and that
+// statement returns within a lease (30 s, the default; past it the worker's outcome
+// would be retried for ever and the flow never move). The inputs are kept once, on the
+// step's row: with them copied into every element task (the array into each of 10,000
+// rows, quadratic) it took minutes. Every element task exists once, and an element's
+// claim and GetTask still answer the whole inputs with its own item and index.
+func TestWideFanOutStartsInOneBoundedStatement(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	const n = 10_000
+	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "wide", Steps: []store.StepParams{
+		{Name: "a", Kind: "emit"},
+		{Name: "b", Kind: "each", DependsOn: []string{"a"}, ForEach: "a"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]map[string]any, n)
+	for i := range items {
+		items[i] = map[string]any{"row": i, "name": fmt.Sprintf("element-%05d", i)}
+	}
+	itemsJSON, _ := json.Marshal(items)
+	a := mustClaim(t, st, store.ClaimParams{Queue: "wide"})
+	lease, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := st.RecordOutcomes(lease, []store.Outcome{{TaskID: a[0].ID, LeaseToken: a[0].LeaseToken,
+		Kind: store.Succeed, Output: itemsJSON}}); err != nil {
+		t.Fatalf("recording a's success (which starts b's %d tasks): %v", n, err)
+	}
+	var count, distinct int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT flow_index) FROM rota.tasks
+		WHERE flow_id = $1 AND flow_step = 'b' AND status = 'PENDING'`, res.Flow.ID).Scan(&count, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if count != n || distinct != n {
+		t.Fatalf("b has %d pending tasks (%d distinct elements), want %d", count, distinct, n)
+	}
+
+	b := mustClaim(t, st, store.ClaimParams{Queue: "wide", Limit: 2})
+	for _, task := range b {
+		for _, got := range []*store.Task{task, mustGet(t, st, task.ID)} {
+			if got.Index == nil || compactJSON(t, got.Item) != compactJSON(t, items[*got.Index]) {
+				t.Fatalf("task %s: index %v, item %s", got.ID, got.Index, got.Item)
+			}
+			var inputs map[string]json.RawMessage
+			if err := json.Unmarshal(got.Inputs, &inputs); err != nil {
+				t.Fatal(err)
+			}
+			if len(inputs) != 1 || compactJSON(t, inputs["a"]) != compactJSON(t, items) {
+				t.Fatalf("task %s: inputs are not {\"a\": a's output} (%d bytes)", got.ID, len(got.Inputs))
+			}
+		}
+	}
+}

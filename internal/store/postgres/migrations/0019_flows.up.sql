@@ -50,6 +50,12 @@ CREATE TABLE rota.flow_steps (
     -- Tasks not SUCCEEDED yet (NULL until STARTED): the step succeeds when the last one does.
     tasks_left      integer,
     task_count      integer, -- its tasks (NULL until STARTED)
+    -- Its dependencies' outputs by step name (NULL until STARTED): the "inputs" of every
+    -- task of the step, kept once here and read by (flow_id, flow_step) through the
+    -- primary key wherever a task's inputs are returned (the claims, GetTask), never
+    -- copied into the task rows: a fan-out's element tasks would each carry the whole
+    -- array it fans out over, and starting a 10,000-wide one would write 10,000 copies.
+    inputs          jsonb,
     output          jsonb,
     error           text,
     PRIMARY KEY (flow_id, name),
@@ -58,17 +64,17 @@ CREATE TABLE rota.flow_steps (
 );
 CREATE UNIQUE INDEX flow_steps_position ON rota.flow_steps (flow_id, position);
 
--- A step task's flow, step, element and inputs. Nullable without a default: adding them
--- rewrites nothing. flow_index is the element's 0-based position for a for_each step and
--- 0 for a single-task step; flow_item is NULL unless the step has for_each. The unique
+-- A step task's flow, step and element (its inputs are its step's: rota.flow_steps.inputs).
+-- Nullable without a default: adding them rewrites nothing. flow_index is the element's
+-- 0-based position for a for_each step and 0 for a single-task step; flow_item is NULL
+-- unless the step has for_each. The unique
 -- index over (flow_id, flow_step, flow_index) (migration 0020, built concurrently) is
 -- what makes a second task row for one element impossible.
 ALTER TABLE rota.tasks
     ADD COLUMN flow_id     uuid,
     ADD COLUMN flow_step   text,
     ADD COLUMN flow_index  integer,
-    ADD COLUMN flow_item   jsonb,
-    ADD COLUMN flow_inputs jsonb;
+    ADD COLUMN flow_item   jsonb;
 
 -- A time-ordered (v7-shaped) task id made in SQL, as schedule_claim.sql makes them: the
 -- millisecond clock, then seq (ordering the ids one statement makes), then randomness.
@@ -120,14 +126,15 @@ BEGIN
 END
 $$;
 
--- flow_activate starts step_name, whose dependencies all succeeded: its task, or one
--- task per element of its for_each dependency's output, each with the dependencies'
--- outputs as inputs. The caller holds the flow row.
+-- flow_activate starts step_name, whose dependencies all succeeded: its inputs (the
+-- dependencies' outputs) are kept on its row, and its task, or one task per element of
+-- its for_each dependency's output (item and index only), is inserted. The caller holds
+-- the flow row.
 CREATE FUNCTION rota.flow_activate(f uuid, step_name text) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     st     rota.flow_steps;
-    inputs jsonb;
+    step_inputs jsonb;
     items  jsonb;
     n      integer;
 BEGIN
@@ -140,7 +147,7 @@ BEGIN
         -- batch of outcomes with one per step would overflow PostgreSQL's per-transaction
         -- cache of them (64), which slows every session.
         BEGIN
-            inputs := rota.flow_step_inputs(f, st.depends_on);
+            step_inputs := rota.flow_step_inputs(f, st.depends_on);
         EXCEPTION WHEN program_limit_exceeded THEN
             UPDATE rota.flow_steps SET state = 'FAILED', error = 'inputs: ' || SQLERRM
             WHERE flow_id = f AND name = step_name;
@@ -148,19 +155,20 @@ BEGIN
             RETURN;
         END;
     ELSE
-        inputs := rota.flow_step_inputs(f, st.depends_on);
+        step_inputs := rota.flow_step_inputs(f, st.depends_on);
     END IF;
 
     IF st.for_each IS NULL THEN
-        UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = 1, task_count = 1 WHERE flow_id = f AND name = step_name;
+        UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = 1, task_count = 1, inputs = step_inputs
+        WHERE flow_id = f AND name = step_name;
         INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
-                                flow_id, flow_step, flow_index, flow_inputs)
+                                flow_id, flow_step, flow_index)
         VALUES (rota.new_task_id(0), st.queue, st.kind, st.payload, st.priority, st.max_attempts,
-                st.timeout_seconds, f, step_name, 0, inputs);
+                st.timeout_seconds, f, step_name, 0);
         RETURN;
     END IF;
 
-    items := inputs -> st.for_each;
+    items := step_inputs -> st.for_each;
     IF jsonb_typeof(items) IS DISTINCT FROM 'array' THEN
         UPDATE rota.flow_steps
         SET state = 'FAILED',
@@ -171,16 +179,17 @@ BEGIN
         RETURN;
     END IF;
     n := jsonb_array_length(items);
-    UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = n, task_count = n WHERE flow_id = f AND name = step_name;
+    UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = n, task_count = n, inputs = step_inputs
+    WHERE flow_id = f AND name = step_name;
     IF n = 0 THEN
         -- Nothing to run: the step succeeds at once (with output []).
         PERFORM rota.flow_step_done(f, step_name);
         RETURN;
     END IF;
     INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
-                            flow_id, flow_step, flow_index, flow_item, flow_inputs)
+                            flow_id, flow_step, flow_index, flow_item)
     SELECT rota.new_task_id(e.ord), st.queue, st.kind, st.payload, st.priority, st.max_attempts,
-           st.timeout_seconds, f, step_name, (e.ord - 1)::integer, e.item, inputs
+           st.timeout_seconds, f, step_name, (e.ord - 1)::integer, e.item
     FROM jsonb_array_elements(items) WITH ORDINALITY AS e (item, ord);
 END
 $$;
@@ -385,18 +394,20 @@ BEGIN
         SET deps_left = w.deps_left - c.n,
             state = CASE WHEN w.deps_left = c.n AND c.simple THEN 'STARTED' ELSE w.state END,
             tasks_left = CASE WHEN w.deps_left = c.n AND c.simple THEN 1 ELSE w.tasks_left END,
-            task_count = CASE WHEN w.deps_left = c.n AND c.simple THEN 1 ELSE w.task_count END
+            task_count = CASE WHEN w.deps_left = c.n AND c.simple THEN 1 ELSE w.task_count END,
+            inputs = CASE WHEN w.deps_left = c.n AND c.simple THEN
+                         (SELECT coalesce(jsonb_object_agg(d.name, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
+                          FROM rota.flow_steps d
+                          WHERE d.flow_id = w.flow_id AND d.name = ANY (w.depends_on))
+                     ELSE w.inputs END
         FROM counted c
         WHERE w.flow_id = c.flow_id AND w.name = c.name
         RETURNING w.*
     ), inserted AS (
         INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
-                                flow_id, flow_step, flow_index, flow_inputs)
+                                flow_id, flow_step, flow_index)
         SELECT rota.new_task_id(row_number() OVER ()), st.queue, st.kind, st.payload, st.priority,
-               st.max_attempts, st.timeout_seconds, st.flow_id, st.name, 0,
-               (SELECT coalesce(jsonb_object_agg(d.name, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
-                FROM rota.flow_steps d
-                WHERE d.flow_id = st.flow_id AND d.name = ANY (st.depends_on))
+               st.max_attempts, st.timeout_seconds, st.flow_id, st.name, 0
         FROM counted_down st
         WHERE st.state = 'STARTED'
     )

@@ -80,8 +80,12 @@ WITH RECURSIVE levels(priority) AS (
               t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
               t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
               t.created_at, t.updated_at, t.output, t.trace_context,
-              -- flowScan: the flow step the task runs (migration 0019)
-              t.flow_id, t.flow_step, t.flow_index, t.flow_item, t.flow_inputs
+              -- flowScan: the flow step the task runs (migration 0019); its inputs are its
+              -- step's, kept once on the step's row (a plain task does not look)
+              t.flow_id, t.flow_step, t.flow_index, t.flow_item,
+              CASE WHEN t.flow_id IS NOT NULL THEN
+                  (SELECT s.inputs FROM rota.flow_steps s WHERE s.flow_id = t.flow_id AND s.name = t.flow_step)
+              END AS flow_inputs
 )
 SELECT *
 FROM claimed
