@@ -325,8 +325,11 @@ BEGIN
     -- The steps count their succeeded tasks; those that reach 0 succeed, with their
     -- output (fan-in in element order), in the same update. A fan-in over 128 tasks is
     -- left for flow_step_done (guarded).
+    -- A single-task step's output is its task's, taken from the row that ended (no
+    -- second lookup through tasks_flow_step); element outputs are not gathered here.
     WITH counted AS (
-        SELECT t.flow_id, t.flow_step, count(*)::integer AS n
+        SELECT t.flow_id, t.flow_step, count(*)::integer AS n,
+               (array_agg(t.output) FILTER (WHERE t.flow_item IS NULL))[1] AS output
         FROM rota.tasks t
         WHERE t.id = ANY (task_ids) AND t.status = 'SUCCEEDED'
         GROUP BY 1, 2
@@ -339,9 +342,7 @@ BEGIN
                          ELSE s.error END,
             output = CASE
                          WHEN s.tasks_left <> c.n OR coalesce(s.task_count, 0) > 128 THEN s.output
-                         WHEN s.for_each IS NULL THEN
-                             (SELECT t.output FROM rota.tasks t
-                              WHERE t.flow_id = s.flow_id AND t.flow_step = s.name AND t.flow_index = 0)
+                         WHEN s.for_each IS NULL THEN c.output
                          ELSE coalesce((SELECT jsonb_agg(coalesce(t.output, 'null'::jsonb) ORDER BY t.flow_index)
                                         FROM rota.tasks t
                                         WHERE t.flow_id = s.flow_id AND t.flow_step = s.name), '[]'::jsonb)
@@ -442,6 +443,9 @@ BEGIN
         PERFORM set_config('rota.flow_events',
                            coalesce(current_setting('rota.flow_events', true), '') || NEW.flow_id || ' ' || NEW.id || ',',
                            true);
+        IF NEW.status <> 'SUCCEEDED' THEN
+            PERFORM set_config('rota.flow_failed', 'on', true); -- see tasks_flow_advance
+        END IF;
     END IF;
     RETURN NEW;
 END
@@ -452,35 +456,42 @@ LANGUAGE plpgsql AS $$
 DECLARE
     events   text := current_setting('rota.flow_events', true);
     task_ids uuid[];
+    flow_ids uuid[];
+    failed   boolean;
     ev       record;
 BEGIN
     IF pg_trigger_depth() > 1 OR events IS NULL OR events = '' THEN
         RETURN NULL; -- a later row of the statement: its flow moved already
     END IF;
     PERFORM set_config('rota.flow_events', '', true);
-    SELECT array_agg(split_part(note, ' ', 2)::uuid) INTO task_ids
+    SELECT array_agg(split_part(note, ' ', 2)::uuid), array_agg(DISTINCT split_part(note, ' ', 1)::uuid)
+    INTO task_ids, flow_ids
     FROM unnest(string_to_array(rtrim(events, ','), ',')) AS e (note);
+    -- The notes name the flows, and rota.flow_failed says whether a task of them ended
+    -- otherwise than SUCCEEDED: the failure paths read the rows only then (a statement of
+    -- successes reads them once, in flow_steps_succeeded).
+    failed := current_setting('rota.flow_failed', true) = 'on';
+    IF failed THEN
+        PERFORM set_config('rota.flow_failed', 'off', true);
+    END IF;
     -- First the live tasks of every RUNNING flow that one of them fails, flow by flow
     -- (see "Lock order": no flow row is held while these are waited for) ...
     FOR ev IN
         SELECT DISTINCT t.flow_id
         FROM rota.tasks t
         JOIN rota.flows f ON f.id = t.flow_id
-        WHERE t.id = ANY (task_ids) AND t.status <> 'SUCCEEDED' AND f.status = 'RUNNING'
+        WHERE failed AND t.id = ANY (task_ids) AND t.status <> 'SUCCEEDED' AND f.status = 'RUNNING'
         ORDER BY t.flow_id
     LOOP
         PERFORM rota.flow_lock_live_tasks(ev.flow_id);
     END LOOP;
     -- ... then the flows' rows, in flow id order ...
-    PERFORM 1 FROM rota.flows
-    WHERE id IN (SELECT t.flow_id FROM rota.tasks t WHERE t.id = ANY (task_ids))
-    ORDER BY id
-    FOR UPDATE;
+    PERFORM 1 FROM rota.flows WHERE id = ANY (flow_ids) ORDER BY id FOR UPDATE;
     -- ... then the failures (each fails its flow, if still RUNNING) ...
     FOR ev IN
         SELECT t.flow_id, t.id, t.status, t.flow_step, t.last_error
         FROM rota.tasks t
-        WHERE t.id = ANY (task_ids) AND t.status IN ('DEAD', 'FAILED', 'CANCELED')
+        WHERE failed AND t.id = ANY (task_ids) AND t.status IN ('DEAD', 'FAILED', 'CANCELED')
         ORDER BY t.flow_id, t.id
     LOOP
         PERFORM rota.flow_task_failed(ev.flow_id, ev.flow_step, ev.id, ev.status, ev.last_error);
