@@ -388,8 +388,13 @@ BEGIN
                AND coalesce((SELECT sum(pg_column_size(d.output)) FROM rota.flow_steps d
                              WHERE d.flow_id = w.flow_id AND d.name = ANY (w.depends_on)), 0) <= 1048576 AS simple
         FROM unnest(done_flows, done_names) AS d (flow_id, name)
-        JOIN rota.flow_steps w ON w.flow_id = d.flow_id AND w.state = 'WAITING' AND d.name = ANY (w.depends_on)
-        GROUP BY 1, 2
+        -- Each flow's steps through the primary key (LATERAL, kept a nested loop by
+        -- OFFSET 0): as a plain join the planner hashed a scan of the whole table.
+        CROSS JOIN LATERAL (SELECT s.flow_id, s.name, s.for_each, s.depends_on
+                            FROM rota.flow_steps s
+                            WHERE s.flow_id = d.flow_id AND s.state = 'WAITING' AND d.name = ANY (s.depends_on)
+                            OFFSET 0) w
+        GROUP BY w.flow_id, w.name, w.for_each, w.depends_on
     ), counted_down AS (
         UPDATE rota.flow_steps w
         SET deps_left = w.deps_left - c.n,
@@ -451,8 +456,17 @@ BEGIN
 END
 $$;
 
+-- plan_cache_mode: its statements and those of the functions it calls are planned for
+-- each call, with the tables' sizes of the moment. A session keeps PL/pgSQL's plans, and
+-- generic plans made while rota.flows and rota.flow_steps were small (a new database, or
+-- before autovacuum's next analyze) scanned them whole: steps got slower with every
+-- flow a benchmark added, 10x after 4,000 flows (BenchmarkFlowStepsVsPlainTasks,
+-- docs/performance.md). Planning costs about as much as one small statement; the call
+-- for every later row of a statement returns before any.
 CREATE FUNCTION rota.tasks_flow_advance() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_custom_plan
+AS $$
 DECLARE
     events   text := current_setting('rota.flow_events', true);
     task_ids uuid[];
@@ -520,7 +534,9 @@ CREATE TRIGGER tasks_flow_advance
 
 -- flow_start starts the steps without dependencies of a flow just inserted (CreateFlow).
 CREATE FUNCTION rota.flow_start(f uuid) RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_custom_plan -- as tasks_flow_advance
+AS $$
 DECLARE
     step_name text;
 BEGIN
@@ -536,7 +552,9 @@ $$;
 
 -- flow_cancel: CancelFlow. Returns the flow's status afterwards (NULL: no such flow).
 CREATE FUNCTION rota.flow_cancel(f uuid) RETURNS text
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_custom_plan -- as tasks_flow_advance
+AS $$
 BEGIN
     PERFORM rota.flow_lock_live_tasks(f);
     PERFORM 1 FROM rota.flows WHERE id = f FOR UPDATE;
@@ -555,7 +573,9 @@ $$;
 -- a task of the flow still runs, nothing changed); only a FAILED or CANCELED flow is
 -- changed.
 CREATE FUNCTION rota.flow_replay(f uuid) RETURNS text
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_custom_plan -- as tasks_flow_advance
+AS $$
 DECLARE
     before    text;
     step_name text;
