@@ -242,7 +242,9 @@ func (s *flowSet) check(t *testing.T, pool *pgxpool.Pool) {
 func (s *flowSet) checkFanIns(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
-		SELECT flow_id, flow_step, flow_inputs FROM rota.tasks WHERE flow_step IN ('c', 'd')`)
+		SELECT t.flow_id, t.flow_step, s.inputs
+		FROM rota.tasks t JOIN rota.flow_steps s ON s.flow_id = t.flow_id AND s.name = t.flow_step
+		WHERE t.flow_step IN ('c', 'd')`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,8 +33,12 @@ type stepEntry struct {
 	depsLeft  int      // dependencies not SUCCEEDED yet
 	tasksLeft int      // tasks not SUCCEEDED yet (meaningful once STARTED)
 	tasks     []*entry // in element order
-	output    json.RawMessage
-	err       string
+	// inputs: its dependencies' outputs by name, set when it starts (rota.flow_steps.inputs).
+	// Its tasks' Task.Inputs share this one slice (read-only, cloneTask copies it for a
+	// reader): a fan-out does not copy the array it fans out over into every element.
+	inputs json.RawMessage
+	output json.RawMessage
+	err    string
 }
 
 // CreateFlow inserts a flow and its first tasks; see store.FlowStore.
@@ -105,14 +109,14 @@ func (s *Store) activateStep(fe *flowEntry, st *stepEntry, now time.Time) {
 	for _, d := range st.params.DependsOn {
 		inputs[d] = jsonOrNull(fe.byName[d].output)
 	}
-	inputsJSON, _ := json.Marshal(inputs) // RawMessages of stored JSON: cannot fail
+	st.inputs, _ = json.Marshal(inputs) // RawMessages of stored JSON: cannot fail
 	sp := st.params
 	newTask := func(item json.RawMessage, index *int) {
 		e := &entry{task: store.Task{
 			ID: store.NewID(), Queue: sp.Queue, Kind: sp.Kind, Payload: bytes.Clone(sp.Payload),
 			Status: store.StatusPending, Priority: sp.Priority, ScheduledFor: now,
 			MaxAttempts: sp.MaxAttempts, TimeoutSeconds: sp.TimeoutSeconds,
-			FlowID: fe.flow.ID, Step: sp.Name, Inputs: bytes.Clone(inputsJSON), Item: item, Index: index,
+			FlowID: fe.flow.ID, Step: sp.Name, Inputs: st.inputs, Item: item, Index: index,
 			CreatedAt: now, UpdatedAt: now,
 		}}
 		s.insert(e, now)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -461,5 +462,152 @@ func TestPlainTasksNeverRunTheFlowTriggers(t *testing.T) {
 	}
 	if f := getFlowOK(t, st, res.Flow.ID); f.Status != store.FlowSucceeded {
 		t.Fatalf("flow is %s", f.Status)
+	}
+}
+
+// TestWideFanOutStartsInOneBoundedStatement: the success of a step whose output is a
+// 10,000-element array starts the for_each step over it in the same statement, and that
+// statement returns within a lease (30 s, the default; past it the worker's outcome
+// would be retried for ever and the flow never move). The inputs are kept once, on the
+// step's row: with them copied into every element task (the array into each of 10,000
+// rows, quadratic) it took minutes. Every element task exists once, and an element's
+// claim and GetTask still answer the whole inputs with its own item and index.
+func TestWideFanOutStartsInOneBoundedStatement(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	const n = 10_000
+	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "wide", Steps: []store.StepParams{
+		{Name: "a", Kind: "emit"},
+		{Name: "b", Kind: "each", DependsOn: []string{"a"}, ForEach: "a"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]map[string]any, n)
+	for i := range items {
+		items[i] = map[string]any{"row": i, "name": fmt.Sprintf("element-%05d", i)}
+	}
+	itemsJSON, _ := json.Marshal(items)
+	a := mustClaim(t, st, store.ClaimParams{Queue: "wide"})
+	lease, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := st.RecordOutcomes(lease, []store.Outcome{{TaskID: a[0].ID, LeaseToken: a[0].LeaseToken,
+		Kind: store.Succeed, Output: itemsJSON}}); err != nil {
+		t.Fatalf("recording a's success (which starts b's %d tasks): %v", n, err)
+	}
+	var count, distinct int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT flow_index) FROM rota.tasks
+		WHERE flow_id = $1 AND flow_step = 'b' AND status = 'PENDING'`, res.Flow.ID).Scan(&count, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if count != n || distinct != n {
+		t.Fatalf("b has %d pending tasks (%d distinct elements), want %d", count, distinct, n)
+	}
+
+	b := mustClaim(t, st, store.ClaimParams{Queue: "wide", Limit: 2})
+	for _, task := range b {
+		for _, got := range []*store.Task{task, mustGet(t, st, task.ID)} {
+			if got.Index == nil || compactJSON(t, got.Item) != compactJSON(t, items[*got.Index]) {
+				t.Fatalf("task %s: index %v, item %s", got.ID, got.Index, got.Item)
+			}
+			var inputs map[string]json.RawMessage
+			if err := json.Unmarshal(got.Inputs, &inputs); err != nil {
+				t.Fatal(err)
+			}
+			if len(inputs) != 1 || compactJSON(t, inputs["a"]) != compactJSON(t, items) {
+				t.Fatalf("task %s: inputs are not {\"a\": a's output} (%d bytes)", got.ID, len(got.Inputs))
+			}
+		}
+	}
+}
+
+// TestFlowAdvanceIsPlannedWithTheTablesOfTheMoment: a session keeps PL/pgSQL's plans, and
+// the flow functions' statements planned generically while rota.flows and
+// rota.flow_steps were small scanned them whole ever after (steps got slower with every
+// flow added). The session's plans are warmed on small tables, the tables then grow to
+// 10,000 flows of 10 steps, and no statement run by the flow machinery for the next
+// outcomes (auto_explain, nested statements, to the client) may scan either table.
+func TestFlowAdvanceIsPlannedWithTheTablesOfTheMoment(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	var explaining atomic.Bool
+	var mu sync.Mutex
+	var plans []string
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if explaining.Load() {
+			mu.Lock()
+			plans = append(plans, n.Message)
+			mu.Unlock()
+		}
+	}
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `LOAD 'auto_explain';
+			SET auto_explain.log_min_duration = 0; SET auto_explain.log_nested_statements = on;
+			SET auto_explain.log_level = 'notice'`)
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := postgres.New(pool)
+	ctx := context.Background()
+	steps := make([]store.StepParams, 10)
+	for i := range steps {
+		steps[i] = store.StepParams{Name: fmt.Sprint("s", i), Kind: "step"}
+		if i > 0 {
+			steps[i].DependsOn = []string{fmt.Sprint("s", i-1)}
+		}
+	}
+	createFlows := func(queue string, n int) {
+		for range n {
+			if _, err := st.CreateFlow(ctx, store.FlowParams{Queue: queue, Steps: steps}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	drain := func(queue string, outcomes int) {
+		for range outcomes {
+			tasks := mustClaim(t, st, store.ClaimParams{Queue: queue, Limit: 10})
+			if len(tasks) == 0 {
+				return
+			}
+			outs := make([]store.Outcome, len(tasks))
+			for i, task := range tasks {
+				outs[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}
+			}
+			if _, err := st.RecordOutcomes(ctx, outs); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	createFlows("warm", 10)
+	drain("warm", 100) // 10 flows of 10 steps: the session's plans, on small tables
+	// 10,000 ended flows of 10 steps, and 10 to work.
+	exec(t, pool, `WITH f AS (
+		INSERT INTO rota.flows (id, queue, status, steps_left, completed_at)
+		SELECT gen_random_uuid(), 'old', 'SUCCEEDED', 0, now() FROM generate_series(1, 10000)
+		RETURNING id)
+	INSERT INTO rota.flow_steps (flow_id, name, position, kind, queue, payload, depends_on, max_attempts,
+	                             priority, timeout_seconds, state, deps_left, tasks_left, task_count, inputs, output)
+	SELECT f.id, 's' || i, i, 'step', 'old', '{}', '{}', 1, 0, 0, 'SUCCEEDED', 0, 0, 1, '{}', 'null'
+	FROM f, generate_series(0, 9) AS i`)
+	createFlows("big", 10)
+	explaining.Store(true)
+	drain("big", 3)
+	explaining.Store(false)
+	if len(plans) == 0 {
+		t.Fatal("auto_explain reported no plan")
+	}
+	for _, p := range plans {
+		if strings.Contains(p, "Seq Scan on flow_steps") || strings.Contains(p, "Seq Scan on flows ") {
+			t.Errorf("a flow statement scans a flow table:\n%s", p)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,6 +85,39 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 // collectClaimedTasks reads the rows of a claim: a task, its trace context and its flow
 // step.
 func collectClaimedTasks(rows pgx.Rows, err error) ([]*store.Task, error) {
+	tasks, err := collectClaimedRows(rows, err)
+	if err != nil {
+		return nil, err
+	}
+	shareStepInputs(tasks)
+	return tasks, nil
+}
+
+// shareStepInputs gives every step task of a claim its step's inputs, which the claim
+// answers only on its first task of each step (claim_tasks.sql): each gets its own copy,
+// as if read from its own row.
+func shareStepInputs(tasks []*store.Task) {
+	type stepKey struct {
+		flow uuid.UUID
+		step string
+	}
+	var inputs map[stepKey][]byte
+	for _, t := range tasks {
+		if t.FlowID != uuid.Nil && t.Inputs != nil {
+			if inputs == nil {
+				inputs = map[stepKey][]byte{}
+			}
+			inputs[stepKey{t.FlowID, t.Step}] = t.Inputs
+		}
+	}
+	for _, t := range tasks {
+		if t.FlowID != uuid.Nil && t.Inputs == nil {
+			t.Inputs = bytes.Clone(inputs[stepKey{t.FlowID, t.Step}])
+		}
+	}
+}
+
+func collectClaimedRows(rows pgx.Rows, err error) ([]*store.Task, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -110,5 +110,9 @@ func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) ([]*store.Tas
 		}
 		tasks = append(tasks, t)
 	}
-	return tasks, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	shareStepInputs(tasks)
+	return tasks, nil
 }

@@ -107,7 +107,7 @@ WITH f AS (
     RETURNING id, queue, status, created_at
 ), steps AS (
     INSERT INTO rota.flow_steps (flow_id, name, position, kind, queue, payload, depends_on, for_each,
-                                 max_attempts, priority, timeout_seconds, state, deps_left, tasks_left, task_count, output)
+                                 max_attempts, priority, timeout_seconds, state, deps_left, tasks_left, task_count, inputs, output)
     SELECT fl.id, s.name, s.pos, 'k_' || s.name, fl.queue, '{}', s.deps, s.fe, 3, 0, 0,
            CASE WHEN fl.status = 'SUCCEEDED' OR s.name = 'a' THEN 'SUCCEEDED'
                 WHEN s.name = 'b' THEN 'STARTED'
@@ -116,28 +116,30 @@ WITH f AS (
            CASE WHEN s.name = 'b' AND fl.status = 'RUNNING' THEN 2 WHEN s.name = 'b' AND fl.status = 'FAILED' THEN 1
                 WHEN s.name = 'c' AND fl.status <> 'SUCCEEDED' THEN NULL ELSE 0 END,
            CASE WHEN s.name = 'b' THEN 2 WHEN s.name = 'c' AND fl.status <> 'SUCCEEDED' THEN NULL ELSE 1 END,
+           CASE WHEN s.name = 'a' THEN '{}'::jsonb WHEN s.name = 'b' THEN '{"a": [1, 2]}'::jsonb
+                WHEN fl.status = 'SUCCEEDED' THEN '{"b": ["out", "out"]}'::jsonb END,
            CASE WHEN s.name = 'a' THEN '[1, 2]'::jsonb WHEN fl.status = 'SUCCEEDED' THEN '"done"'::jsonb END
     FROM flows fl,
          (VALUES ('a', 0, '{}'::text[], NULL), ('b', 1, '{a}', 'a'), ('c', 2, '{b}', NULL)) AS s (name, pos, deps, fe)
 )
 INSERT INTO rota.tasks (id, queue, kind, payload, status, scheduled_for, attempt_count, max_attempts,
                         completed_at, last_error, created_at, updated_at,
-                        flow_id, flow_step, flow_index, flow_item, flow_inputs, output)
+                        flow_id, flow_step, flow_index, flow_item, output)
 SELECT rota.new_task_id(t.n), fl.queue, 'k_' || t.step, '{}', t.status, fl.created_at,
        CASE WHEN t.status = 'PENDING' THEN 0 ELSE 1 END, 3,
        CASE WHEN t.status <> 'PENDING' THEN fl.created_at + interval '1 second' END,
        CASE WHEN t.status = 'FAILED' THEN 'scale: step failed' END,
        fl.created_at, fl.created_at,
-       fl.id, t.step, t.idx, t.item, t.inputs, CASE WHEN t.status = 'SUCCEEDED' THEN '"out"'::jsonb END
+       fl.id, t.step, t.idx, t.item, CASE WHEN t.status = 'SUCCEEDED' THEN '"out"'::jsonb END
 FROM flows fl
 CROSS JOIN LATERAL (VALUES
-    (1, 'a', 0, NULL::jsonb, '{}'::jsonb, 'SUCCEEDED'),
-    (2, 'b', 0, '1'::jsonb, '{"a": [1, 2]}'::jsonb,
+    (1, 'a', 0, NULL::jsonb, 'SUCCEEDED'),
+    (2, 'b', 0, '1'::jsonb,
         CASE fl.status WHEN 'RUNNING' THEN 'PENDING' WHEN 'FAILED' THEN 'FAILED' ELSE 'SUCCEEDED' END),
-    (3, 'b', 1, '2'::jsonb, '{"a": [1, 2]}'::jsonb,
+    (3, 'b', 1, '2'::jsonb,
         CASE fl.status WHEN 'RUNNING' THEN 'PENDING' ELSE 'SUCCEEDED' END),
-    (4, 'c', 0, NULL::jsonb, '{"b": ["out", "out"]}'::jsonb, 'SUCCEEDED')
-) AS t (n, step, idx, item, inputs, status)
+    (4, 'c', 0, NULL::jsonb, 'SUCCEEDED')
+) AS t (n, step, idx, item, status)
 WHERE t.step <> 'c' OR fl.status = 'SUCCEEDED'`
 
 const scaleLoadAttempts = `

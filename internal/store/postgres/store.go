@@ -187,7 +187,8 @@ func nullUUID(id uuid.UUID) pgtype.UUID {
 }
 
 // flowScan holds the scan targets of a task's flow columns (migration 0019), in this
-// order: flow_id, flow_step, flow_index, flow_item, flow_inputs.
+// order: flow_id, flow_step, flow_index, flow_item, flow_inputs (the step's inputs, read
+// from its rota.flow_steps row: the task row does not carry them).
 type flowScan struct {
 	id     pgtype.UUID
 	step   pgtype.Text

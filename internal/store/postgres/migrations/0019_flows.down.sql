@@ -20,7 +20,6 @@ ALTER TABLE rota.tasks
     DROP COLUMN flow_id,
     DROP COLUMN flow_step,
     DROP COLUMN flow_index,
-    DROP COLUMN flow_item,
-    DROP COLUMN flow_inputs;
+    DROP COLUMN flow_item;
 DROP TABLE rota.flow_steps;
 DROP TABLE rota.flows;

@@ -50,6 +50,12 @@ CREATE TABLE rota.flow_steps (
     -- Tasks not SUCCEEDED yet (NULL until STARTED): the step succeeds when the last one does.
     tasks_left      integer,
     task_count      integer, -- its tasks (NULL until STARTED)
+    -- Its dependencies' outputs by step name (NULL until STARTED): the "inputs" of every
+    -- task of the step, kept once here and read by (flow_id, flow_step) through the
+    -- primary key wherever a task's inputs are returned (the claims, GetTask), never
+    -- copied into the task rows: a fan-out's element tasks would each carry the whole
+    -- array it fans out over, and starting a 10,000-wide one would write 10,000 copies.
+    inputs          jsonb,
     output          jsonb,
     error           text,
     PRIMARY KEY (flow_id, name),
@@ -58,17 +64,17 @@ CREATE TABLE rota.flow_steps (
 );
 CREATE UNIQUE INDEX flow_steps_position ON rota.flow_steps (flow_id, position);
 
--- A step task's flow, step, element and inputs. Nullable without a default: adding them
--- rewrites nothing. flow_index is the element's 0-based position for a for_each step and
--- 0 for a single-task step; flow_item is NULL unless the step has for_each. The unique
+-- A step task's flow, step and element (its inputs are its step's: rota.flow_steps.inputs).
+-- Nullable without a default: adding them rewrites nothing. flow_index is the element's
+-- 0-based position for a for_each step and 0 for a single-task step; flow_item is NULL
+-- unless the step has for_each. The unique
 -- index over (flow_id, flow_step, flow_index) (migration 0020, built concurrently) is
 -- what makes a second task row for one element impossible.
 ALTER TABLE rota.tasks
     ADD COLUMN flow_id     uuid,
     ADD COLUMN flow_step   text,
     ADD COLUMN flow_index  integer,
-    ADD COLUMN flow_item   jsonb,
-    ADD COLUMN flow_inputs jsonb;
+    ADD COLUMN flow_item   jsonb;
 
 -- A time-ordered (v7-shaped) task id made in SQL, as schedule_claim.sql makes them: the
 -- millisecond clock, then seq (ordering the ids one statement makes), then randomness.
@@ -120,14 +126,15 @@ BEGIN
 END
 $$;
 
--- flow_activate starts step_name, whose dependencies all succeeded: its task, or one
--- task per element of its for_each dependency's output, each with the dependencies'
--- outputs as inputs. The caller holds the flow row.
+-- flow_activate starts step_name, whose dependencies all succeeded: its inputs (the
+-- dependencies' outputs) are kept on its row, and its task, or one task per element of
+-- its for_each dependency's output (item and index only), is inserted. The caller holds
+-- the flow row.
 CREATE FUNCTION rota.flow_activate(f uuid, step_name text) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     st     rota.flow_steps;
-    inputs jsonb;
+    step_inputs jsonb;
     items  jsonb;
     n      integer;
 BEGIN
@@ -140,7 +147,7 @@ BEGIN
         -- batch of outcomes with one per step would overflow PostgreSQL's per-transaction
         -- cache of them (64), which slows every session.
         BEGIN
-            inputs := rota.flow_step_inputs(f, st.depends_on);
+            step_inputs := rota.flow_step_inputs(f, st.depends_on);
         EXCEPTION WHEN program_limit_exceeded THEN
             UPDATE rota.flow_steps SET state = 'FAILED', error = 'inputs: ' || SQLERRM
             WHERE flow_id = f AND name = step_name;
@@ -148,19 +155,20 @@ BEGIN
             RETURN;
         END;
     ELSE
-        inputs := rota.flow_step_inputs(f, st.depends_on);
+        step_inputs := rota.flow_step_inputs(f, st.depends_on);
     END IF;
 
     IF st.for_each IS NULL THEN
-        UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = 1, task_count = 1 WHERE flow_id = f AND name = step_name;
+        UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = 1, task_count = 1, inputs = step_inputs
+        WHERE flow_id = f AND name = step_name;
         INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
-                                flow_id, flow_step, flow_index, flow_inputs)
+                                flow_id, flow_step, flow_index)
         VALUES (rota.new_task_id(0), st.queue, st.kind, st.payload, st.priority, st.max_attempts,
-                st.timeout_seconds, f, step_name, 0, inputs);
+                st.timeout_seconds, f, step_name, 0);
         RETURN;
     END IF;
 
-    items := inputs -> st.for_each;
+    items := step_inputs -> st.for_each;
     IF jsonb_typeof(items) IS DISTINCT FROM 'array' THEN
         UPDATE rota.flow_steps
         SET state = 'FAILED',
@@ -171,16 +179,17 @@ BEGIN
         RETURN;
     END IF;
     n := jsonb_array_length(items);
-    UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = n, task_count = n WHERE flow_id = f AND name = step_name;
+    UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = n, task_count = n, inputs = step_inputs
+    WHERE flow_id = f AND name = step_name;
     IF n = 0 THEN
         -- Nothing to run: the step succeeds at once (with output []).
         PERFORM rota.flow_step_done(f, step_name);
         RETURN;
     END IF;
     INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
-                            flow_id, flow_step, flow_index, flow_item, flow_inputs)
+                            flow_id, flow_step, flow_index, flow_item)
     SELECT rota.new_task_id(e.ord), st.queue, st.kind, st.payload, st.priority, st.max_attempts,
-           st.timeout_seconds, f, step_name, (e.ord - 1)::integer, e.item, inputs
+           st.timeout_seconds, f, step_name, (e.ord - 1)::integer, e.item
     FROM jsonb_array_elements(items) WITH ORDINALITY AS e (item, ord);
 END
 $$;
@@ -316,8 +325,11 @@ BEGIN
     -- The steps count their succeeded tasks; those that reach 0 succeed, with their
     -- output (fan-in in element order), in the same update. A fan-in over 128 tasks is
     -- left for flow_step_done (guarded).
+    -- A single-task step's output is its task's, taken from the row that ended (no
+    -- second lookup through tasks_flow_step); element outputs are not gathered here.
     WITH counted AS (
-        SELECT t.flow_id, t.flow_step, count(*)::integer AS n
+        SELECT t.flow_id, t.flow_step, count(*)::integer AS n,
+               (array_agg(t.output) FILTER (WHERE t.flow_item IS NULL))[1] AS output
         FROM rota.tasks t
         WHERE t.id = ANY (task_ids) AND t.status = 'SUCCEEDED'
         GROUP BY 1, 2
@@ -330,9 +342,7 @@ BEGIN
                          ELSE s.error END,
             output = CASE
                          WHEN s.tasks_left <> c.n OR coalesce(s.task_count, 0) > 128 THEN s.output
-                         WHEN s.for_each IS NULL THEN
-                             (SELECT t.output FROM rota.tasks t
-                              WHERE t.flow_id = s.flow_id AND t.flow_step = s.name AND t.flow_index = 0)
+                         WHEN s.for_each IS NULL THEN c.output
                          ELSE coalesce((SELECT jsonb_agg(coalesce(t.output, 'null'::jsonb) ORDER BY t.flow_index)
                                         FROM rota.tasks t
                                         WHERE t.flow_id = s.flow_id AND t.flow_step = s.name), '[]'::jsonb)
@@ -378,25 +388,32 @@ BEGIN
                AND coalesce((SELECT sum(pg_column_size(d.output)) FROM rota.flow_steps d
                              WHERE d.flow_id = w.flow_id AND d.name = ANY (w.depends_on)), 0) <= 1048576 AS simple
         FROM unnest(done_flows, done_names) AS d (flow_id, name)
-        JOIN rota.flow_steps w ON w.flow_id = d.flow_id AND w.state = 'WAITING' AND d.name = ANY (w.depends_on)
-        GROUP BY 1, 2
+        -- Each flow's steps through the primary key (LATERAL, kept a nested loop by
+        -- OFFSET 0): as a plain join the planner hashed a scan of the whole table.
+        CROSS JOIN LATERAL (SELECT s.flow_id, s.name, s.for_each, s.depends_on
+                            FROM rota.flow_steps s
+                            WHERE s.flow_id = d.flow_id AND s.state = 'WAITING' AND d.name = ANY (s.depends_on)
+                            OFFSET 0) w
+        GROUP BY w.flow_id, w.name, w.for_each, w.depends_on
     ), counted_down AS (
         UPDATE rota.flow_steps w
         SET deps_left = w.deps_left - c.n,
             state = CASE WHEN w.deps_left = c.n AND c.simple THEN 'STARTED' ELSE w.state END,
             tasks_left = CASE WHEN w.deps_left = c.n AND c.simple THEN 1 ELSE w.tasks_left END,
-            task_count = CASE WHEN w.deps_left = c.n AND c.simple THEN 1 ELSE w.task_count END
+            task_count = CASE WHEN w.deps_left = c.n AND c.simple THEN 1 ELSE w.task_count END,
+            inputs = CASE WHEN w.deps_left = c.n AND c.simple THEN
+                         (SELECT coalesce(jsonb_object_agg(d.name, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
+                          FROM rota.flow_steps d
+                          WHERE d.flow_id = w.flow_id AND d.name = ANY (w.depends_on))
+                     ELSE w.inputs END
         FROM counted c
         WHERE w.flow_id = c.flow_id AND w.name = c.name
         RETURNING w.*
     ), inserted AS (
         INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
-                                flow_id, flow_step, flow_index, flow_inputs)
+                                flow_id, flow_step, flow_index)
         SELECT rota.new_task_id(row_number() OVER ()), st.queue, st.kind, st.payload, st.priority,
-               st.max_attempts, st.timeout_seconds, st.flow_id, st.name, 0,
-               (SELECT coalesce(jsonb_object_agg(d.name, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb)
-                FROM rota.flow_steps d
-                WHERE d.flow_id = st.flow_id AND d.name = ANY (st.depends_on))
+               st.max_attempts, st.timeout_seconds, st.flow_id, st.name, 0
         FROM counted_down st
         WHERE st.state = 'STARTED'
     )
@@ -431,45 +448,64 @@ BEGIN
         PERFORM set_config('rota.flow_events',
                            coalesce(current_setting('rota.flow_events', true), '') || NEW.flow_id || ' ' || NEW.id || ',',
                            true);
+        IF NEW.status <> 'SUCCEEDED' THEN
+            PERFORM set_config('rota.flow_failed', 'on', true); -- see tasks_flow_advance
+        END IF;
     END IF;
     RETURN NEW;
 END
 $$;
 
+-- plan_cache_mode: its statements and those of the functions it calls are planned for
+-- each call, with the tables' sizes of the moment. A session keeps PL/pgSQL's plans, and
+-- generic plans made while rota.flows and rota.flow_steps were small (a new database, or
+-- before autovacuum's next analyze) scanned them whole: steps got slower with every
+-- flow a benchmark added, 10x after 4,000 flows (BenchmarkFlowStepsVsPlainTasks,
+-- docs/performance.md). Planning costs about as much as one small statement; the call
+-- for every later row of a statement returns before any.
 CREATE FUNCTION rota.tasks_flow_advance() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_custom_plan
+AS $$
 DECLARE
     events   text := current_setting('rota.flow_events', true);
     task_ids uuid[];
+    flow_ids uuid[];
+    failed   boolean;
     ev       record;
 BEGIN
     IF pg_trigger_depth() > 1 OR events IS NULL OR events = '' THEN
         RETURN NULL; -- a later row of the statement: its flow moved already
     END IF;
     PERFORM set_config('rota.flow_events', '', true);
-    SELECT array_agg(split_part(note, ' ', 2)::uuid) INTO task_ids
+    SELECT array_agg(split_part(note, ' ', 2)::uuid), array_agg(DISTINCT split_part(note, ' ', 1)::uuid)
+    INTO task_ids, flow_ids
     FROM unnest(string_to_array(rtrim(events, ','), ',')) AS e (note);
+    -- The notes name the flows, and rota.flow_failed says whether a task of them ended
+    -- otherwise than SUCCEEDED: the failure paths read the rows only then (a statement of
+    -- successes reads them once, in flow_steps_succeeded).
+    failed := current_setting('rota.flow_failed', true) = 'on';
+    IF failed THEN
+        PERFORM set_config('rota.flow_failed', 'off', true);
+    END IF;
     -- First the live tasks of every RUNNING flow that one of them fails, flow by flow
     -- (see "Lock order": no flow row is held while these are waited for) ...
     FOR ev IN
         SELECT DISTINCT t.flow_id
         FROM rota.tasks t
         JOIN rota.flows f ON f.id = t.flow_id
-        WHERE t.id = ANY (task_ids) AND t.status <> 'SUCCEEDED' AND f.status = 'RUNNING'
+        WHERE failed AND t.id = ANY (task_ids) AND t.status <> 'SUCCEEDED' AND f.status = 'RUNNING'
         ORDER BY t.flow_id
     LOOP
         PERFORM rota.flow_lock_live_tasks(ev.flow_id);
     END LOOP;
     -- ... then the flows' rows, in flow id order ...
-    PERFORM 1 FROM rota.flows
-    WHERE id IN (SELECT t.flow_id FROM rota.tasks t WHERE t.id = ANY (task_ids))
-    ORDER BY id
-    FOR UPDATE;
+    PERFORM 1 FROM rota.flows WHERE id = ANY (flow_ids) ORDER BY id FOR UPDATE;
     -- ... then the failures (each fails its flow, if still RUNNING) ...
     FOR ev IN
         SELECT t.flow_id, t.id, t.status, t.flow_step, t.last_error
         FROM rota.tasks t
-        WHERE t.id = ANY (task_ids) AND t.status IN ('DEAD', 'FAILED', 'CANCELED')
+        WHERE failed AND t.id = ANY (task_ids) AND t.status IN ('DEAD', 'FAILED', 'CANCELED')
         ORDER BY t.flow_id, t.id
     LOOP
         PERFORM rota.flow_task_failed(ev.flow_id, ev.flow_step, ev.id, ev.status, ev.last_error);
@@ -498,7 +534,9 @@ CREATE TRIGGER tasks_flow_advance
 
 -- flow_start starts the steps without dependencies of a flow just inserted (CreateFlow).
 CREATE FUNCTION rota.flow_start(f uuid) RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_custom_plan -- as tasks_flow_advance
+AS $$
 DECLARE
     step_name text;
 BEGIN
@@ -514,7 +552,9 @@ $$;
 
 -- flow_cancel: CancelFlow. Returns the flow's status afterwards (NULL: no such flow).
 CREATE FUNCTION rota.flow_cancel(f uuid) RETURNS text
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_custom_plan -- as tasks_flow_advance
+AS $$
 BEGIN
     PERFORM rota.flow_lock_live_tasks(f);
     PERFORM 1 FROM rota.flows WHERE id = f FOR UPDATE;
@@ -533,7 +573,9 @@ $$;
 -- a task of the flow still runs, nothing changed); only a FAILED or CANCELED flow is
 -- changed.
 CREATE FUNCTION rota.flow_replay(f uuid) RETURNS text
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_custom_plan -- as tasks_flow_advance
+AS $$
 DECLARE
     before    text;
     step_name text;

@@ -641,7 +641,10 @@ BEGIN
            c.worker_id, c.lease_token, c.lease_expires_at, c.cancel_requested_at,
            c.enqueued_at, c.processing_started_at, c.completed_at, c.last_error,
            c.created_at, c.updated_at, c.output, c.group_key, c.trace_context,
-           c.flow_id, c.flow_step, c.flow_index, c.flow_item, c.flow_inputs -- flowScan
+           c.flow_id, c.flow_step, c.flow_index, c.flow_item, -- flowScan; the inputs are the step's
+           CASE WHEN c.flow_id IS NOT NULL THEN
+               (SELECT fs.inputs FROM rota.flow_steps fs WHERE fs.flow_id = c.flow_id AND fs.name = c.flow_step)
+           END
     FROM claimed c
     ORDER BY c.priority DESC, c.scheduled_for, c.id;
 

@@ -95,9 +95,24 @@ WITH RECURSIVE levels(priority) AS (
               t.worker_id, t.lease_token, t.lease_expires_at, t.cancel_requested_at,
               t.enqueued_at, t.processing_started_at, t.completed_at, t.last_error,
               t.created_at, t.updated_at, t.output, t.group_key, t.trace_context,
-              -- flowScan: the flow step the task runs (migration 0019)
-              t.flow_id, t.flow_step, t.flow_index, t.flow_item, t.flow_inputs
+              -- flowScan: the flow step the task runs (migration 0019); its inputs below
+              t.flow_id, t.flow_step, t.flow_index, t.flow_item
 )
-SELECT *
-FROM claimed
-ORDER BY priority DESC, scheduled_for, id
+SELECT c.id, c.queue, c.kind, c.payload, c.status, c.priority, c.scheduled_for,
+       c.attempt_count, c.max_attempts, c.idempotency_key, c.timeout_seconds,
+       c.worker_id, c.lease_token, c.lease_expires_at, c.cancel_requested_at,
+       c.enqueued_at, c.processing_started_at, c.completed_at, c.last_error,
+       c.created_at, c.updated_at, c.output, c.group_key, c.trace_context,
+       c.flow_id, c.flow_step, c.flow_index, c.flow_item,
+       -- A step task's inputs are its step's, kept once on the step's row and read through
+       -- its primary key; in the answer only on the claim's first task of each step (the
+       -- store gives the others the same inputs: collectClaimedTasks), so a claim of 100
+       -- elements of a fan-out carries the array it fans out over once, not 100 times. A
+       -- plain task (flow_id NULL) reads nothing.
+       CASE WHEN c.flow_id IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM claimed o
+                                 WHERE o.flow_id = c.flow_id AND o.flow_step = c.flow_step AND o.id < c.id)
+            THEN (SELECT s.inputs FROM rota.flow_steps s WHERE s.flow_id = c.flow_id AND s.name = c.flow_step)
+       END AS flow_inputs
+FROM claimed c
+ORDER BY c.priority DESC, c.scheduled_for, c.id
