@@ -37,6 +37,33 @@ var flowTests = []testCase{
 	{"ConcurrentFanOutCompletionsStartTheJoinOnce", testFlowConcurrentCompletions},
 	{"PlainTasksHaveNoFlow", testFlowPlainTask},
 	{"RetentionDeletesWholeFlows", testFlowRetention},
+	{"StepTasksOfALimitedQueueClaimWithTheirStep", testFlowLimitedQueue},
+}
+
+// testFlowLimitedQueue: a flow's steps in a queue with limits are claimed through the
+// limited claim (rota.claim_limited_* in PostgreSQL), which must answer a step task's
+// flow, step, item, index and inputs as the plain claim does, and keep the limit.
+func testFlowLimitedQueue(t *testing.T, s store.Store) {
+	updateQueue(t, s, "limited", store.QueuePatch{Concurrency: setLimit(3)})
+	f := createFlow(t, s, store.FlowParams{Queue: "limited", Steps: steps(step("a"), forEach("b", "a"))})
+	a := claim(t, s, claimParams("limited", 10))
+	if len(a) != 1 || a[0].FlowID != f.ID || a[0].Step != "a" {
+		t.Fatalf("first claim = %d tasks (%+v), want a's task of flow %s", len(a), a, f.ID)
+	}
+	o := outcome(a[0], store.Succeed, "")
+	o.Output = json.RawMessage(`[10, 11, 12, 13, 14]`)
+	recordOK(t, s, o, store.StatusSucceeded)
+	bs := claim(t, s, claimParams("limited", 10))
+	if len(bs) != 3 {
+		t.Fatalf("claimed %d of b's tasks, want 3 (concurrency 3)", len(bs))
+	}
+	for _, b := range bs {
+		if b.FlowID != f.ID || b.Step != "b" || b.Index == nil {
+			t.Fatalf("claimed b task has flow %s step %q index %v", b.FlowID, b.Step, b.Index)
+		}
+		jsonEqual(t, "b's item", b.Item, json.RawMessage(fmt.Sprint(10+*b.Index)))
+		jsonEqual(t, "b's inputs", b.Inputs, json.RawMessage(`{"a": [10, 11, 12, 13, 14]}`))
+	}
 }
 
 // --- helpers ---------------------------------------------------------------------------
