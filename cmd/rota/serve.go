@@ -82,7 +82,7 @@ func (f serverFlags) frontEnd(st store.Store, logger *slog.Logger) (*frontEnd, e
 		return nil, err
 	}
 	apiServer, err := api.New(api.Config{Store: counted, Stats: stats, Workers: live, Token: *f.token, MetricsAuth: *f.metricsAuth, AuthLimiter: guesses,
-		MetricsHandler: metrics.Handler(reg), Dashboard: dash, Logger: logger})
+		MetricsHandler: metrics.Handler(reg), ClaimHeldBack: m.ClaimHeldBack, Dashboard: dash, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

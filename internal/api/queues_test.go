@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -283,4 +284,36 @@ func TestQueueSchemaMatchesAnswer(t *testing.T) {
 	if got := slices.Sorted(maps.Keys(doc.Components.Schemas["UpdateQueue"].Properties)); !slices.Equal(got, slices.Sorted(slices.Values(queuePatchFields))) {
 		t.Errorf("UpdateQueue documents %v, the decoder takes %v", got, queuePatchFields)
 	}
+}
+
+// An HTTP-protocol claim that a queue setting holds back is reported to
+// Config.ClaimHeldBack (rota_claims_held_back_total in rota serve), once per claim, with
+// the setting; a claim that takes everything it asked for is not.
+func TestHTTPClaimHeldBackIsReported(t *testing.T) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
+		var mu sync.Mutex
+		var held []string
+		c := newClient(t, Config{Store: st, ClaimHeldBack: func(queue string, limit store.HoldBack) {
+			mu.Lock()
+			defer mu.Unlock()
+			held = append(held, queue+"/"+string(limit))
+		}})
+		for range 3 {
+			c.createTask(map[string]any{"kind": "noop", "queue": "capped"})
+		}
+		c.patchQueue("capped", `{"concurrency": 1}`)
+		if got := c.claim("capped", map[string]any{"worker_id": "w1", "limit": 1}); len(got) != 1 {
+			t.Fatalf("first claim took %d tasks, want 1", len(got))
+		}
+		if got := c.claim("capped", map[string]any{"worker_id": "w1", "limit": 2}); len(got) != 0 {
+			t.Fatalf("claim past the limit took %d tasks, want 0", len(got))
+		}
+		c.do("POST", "/api/queues/capped/pause", nil).want(t, http.StatusOK, nil)
+		c.claim("capped", map[string]any{"worker_id": "w1"})
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"capped/concurrency", "capped/paused"}; !slices.Equal(held, want) {
+			t.Fatalf("held-back reports = %v, want %v", held, want)
+		}
+	})
 }

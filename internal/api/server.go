@@ -57,6 +57,9 @@ type Config struct {
 	// MetricsHandler serves GET /metrics. Default: promhttp.Handler() (the default
 	// Prometheus registry).
 	MetricsHandler http.Handler
+	// ClaimHeldBack, when set, is told of every HTTP-protocol claim that a queue setting
+	// held back (rota_claims_held_back_total, as for Go workers' claims).
+	ClaimHeldBack func(queue string, limit store.HoldBack)
 	// Dashboard, when set, serves every path outside /api, /healthz, /readyz and
 	// /metrics (the web UI, with its own login). Default: none (those paths get 404).
 	Dashboard http.Handler

@@ -282,14 +282,24 @@ func (s *Server) recordOutcome(w http.ResponseWriter, r *http.Request, o store.O
 // ENQUEUED once sent). The SQS message of a task claimed here stays behind; an SQS
 // worker that receives it finds the task taken and deletes it as a duplicate.
 func (s *Server) claimWaiting(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
+	var report store.ClaimReport
+	p.Report = &report
 	p.From = store.StatusPending
 	tasks, err := s.cfg.Store.ClaimTasks(ctx, p)
 	if err != nil || len(tasks) == p.Limit {
 		return tasks, err
 	}
+	held := report.HeldBack
 	p.From = store.StatusEnqueued
 	p.Limit -= len(tasks)
-	more, err := s.cfg.Store.ClaimTasks(ctx, p)
+	more, err := s.cfg.Store.ClaimTasks(ctx, p) // resets the report
+	if held == "" {
+		held = report.HeldBack
+	}
+	if held != "" {
+		// One count per HTTP claim held back by a setting, as a Go worker counts its own.
+		s.heldBack(p.Queue, held)
+	}
 	if err != nil {
 		if len(tasks) > 0 {
 			// The PENDING claims hold leases already: answer with them; the error
@@ -299,4 +309,11 @@ func (s *Server) claimWaiting(ctx context.Context, p store.ClaimParams) ([]*stor
 		return nil, err
 	}
 	return append(tasks, more...), nil
+}
+
+// heldBack reports a claim held back by a queue setting to Config.ClaimHeldBack.
+func (s *Server) heldBack(queue string, limit store.HoldBack) {
+	if s.cfg.ClaimHeldBack != nil {
+		s.cfg.ClaimHeldBack(queue, limit)
+	}
 }
