@@ -85,6 +85,9 @@ type StepParams struct {
 	MaxAttempts int
 	Priority    int
 	Timeout     time.Duration
+	// GroupKey, as EnqueueParams.GroupKey, goes to every task of the step (each ForEach
+	// element's too): the queue's group limits and fair claiming apply to them.
+	GroupKey string
 }
 
 // StartFlowResult is what StartFlowWithResult returns: the flow, and whether it already
@@ -162,7 +165,7 @@ func (c *Client) flowParams(p FlowParams) (store.FlowParams, error) {
 			queue = p.Queue
 		}
 		cp, err := c.createParams(EnqueueParams{Kind: st.Kind, Queue: queue, Payload: st.Payload,
-			MaxAttempts: st.MaxAttempts, Priority: st.Priority, Timeout: st.Timeout})
+			MaxAttempts: st.MaxAttempts, Priority: st.Priority, Timeout: st.Timeout, GroupKey: st.GroupKey})
 		if err != nil {
 			name := fmt.Sprintf("%q", st.Name)
 			if st.Name == "" {
@@ -172,7 +175,7 @@ func (c *Client) flowParams(p FlowParams) (store.FlowParams, error) {
 		}
 		fp.Steps[i] = store.StepParams{Name: st.Name, Kind: st.Kind, Payload: cp.Payload, DependsOn: st.DependsOn,
 			ForEach: st.ForEach, Queue: st.Queue, MaxAttempts: st.MaxAttempts, Priority: st.Priority,
-			TimeoutSeconds: cp.TimeoutSeconds}
+			TimeoutSeconds: cp.TimeoutSeconds, GroupKey: cp.GroupKey}
 	}
 	return fp, nil
 }

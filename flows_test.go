@@ -224,3 +224,26 @@ func TestStartFlowTx(t *testing.T) {
 		}
 	})
 }
+
+// TestStartFlowStepGroupKey: StepParams.GroupKey goes to the step's task and shows on
+// the step; one too long is ErrInvalid naming the step.
+func TestStartFlowStepGroupKey(t *testing.T) {
+	eachClient(t, func(t *testing.T, c testClient) {
+		ctx := testContext(t)
+		f, err := c.StartFlow(ctx, rota.FlowParams{Steps: []rota.StepParams{{Name: "a", Kind: "k", GroupKey: "tenant-1"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Steps[0].GroupKey != "tenant-1" || len(f.Steps[0].TaskIDs) != 1 {
+			t.Fatalf("step a: %+v", f.Steps[0])
+		}
+		if task, err := c.Get(ctx, f.Steps[0].TaskIDs[0]); err != nil || task.GroupKey != "tenant-1" {
+			t.Fatalf("a's task: %+v, %v", task, err)
+		}
+		long := strings.Repeat("g", rota.MaxGroupKeyLength+1)
+		_, err = c.StartFlow(ctx, rota.FlowParams{Steps: []rota.StepParams{{Name: "b", Kind: "k", GroupKey: long}}})
+		if !errors.Is(err, rota.ErrInvalid) || !strings.Contains(err.Error(), `step "b"`) {
+			t.Fatalf("a too long step group key: %v", err)
+		}
+	})
+}

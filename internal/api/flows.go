@@ -40,6 +40,7 @@ type flowStepJSON struct {
 	Status    store.StepStatus `json:"status"`
 	DependsOn []string         `json:"depends_on"`
 	ForEach   *string          `json:"for_each"`
+	GroupKey  *string          `json:"group_key"`
 	TaskIDs   []uuid.UUID      `json:"task_ids"`
 	Output    json.RawMessage  `json:"output"`
 	Error     *string          `json:"error"`
@@ -72,6 +73,7 @@ func flowOut(f *store.Flow) flowJSON {
 			Status:    st.Status,
 			DependsOn: nonNil(st.DependsOn),
 			ForEach:   nullString(st.ForEach),
+			GroupKey:  nullString(st.GroupKey),
 			TaskIDs:   nonNil(st.TaskIDs),
 			Output:    st.Output,
 			Error:     nullString(st.Error),
@@ -108,6 +110,7 @@ type createStepRequest struct {
 	MaxAttempts    *int            `json:"max_attempts"`
 	Priority       int             `json:"priority"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
+	GroupKey       string          `json:"group_key"`
 }
 
 // decodeCreateFlow turns the body of POST /api/flows into FlowParams. Each step's task
@@ -146,7 +149,8 @@ func (req *createFlowRequest) params() (store.FlowParams, error) {
 	for i, st := range req.Steps {
 		// The step's task fields, checked as a task create checks them.
 		task := createTaskRequest{Kind: st.Kind, Queue: st.Queue, Payload: st.Payload,
-			MaxAttempts: st.MaxAttempts, Priority: st.Priority, TimeoutSeconds: st.TimeoutSeconds}
+			MaxAttempts: st.MaxAttempts, Priority: st.Priority, TimeoutSeconds: st.TimeoutSeconds,
+			GroupKey: st.GroupKey}
 		if task.Queue == "" {
 			task.Queue = req.Queue // "" too is fine: the default queue
 		}
@@ -164,6 +168,7 @@ func (req *createFlowRequest) params() (store.FlowParams, error) {
 			MaxAttempts:    tp.MaxAttempts,
 			Priority:       st.Priority,
 			TimeoutSeconds: st.TimeoutSeconds,
+			GroupKey:       st.GroupKey,
 		}
 	}
 	if err := p.Normalize(); err != nil {

@@ -144,6 +144,43 @@ func TestFlowThroughHTTP(t *testing.T) {
 	})
 }
 
+// TestFlowStepGroupKey: a step's group_key round-trips on the step JSON (null when
+// none), every task of the step carries it (each for_each element's too), and a step
+// group_key too long is 400 naming the step.
+func TestFlowStepGroupKey(t *testing.T) {
+	adapters.Each(t, func(t *testing.T, st store.Store) {
+		c := newClient(t, Config{Store: st})
+		body := etlFlow("etl")
+		steps := body["steps"].([]map[string]any)
+		steps[0]["group_key"], steps[1]["group_key"] = "tenant-a", "tenant-b"
+		var f flowJSON
+		c.do("POST", "/api/flows", body).want(t, http.StatusCreated, &f)
+		if g := stepOf(t, f, "transform").GroupKey; g == nil || *g != "tenant-b" {
+			t.Fatalf("transform's group_key %v, want tenant-b", g)
+		}
+		if g := stepOf(t, c.getFlow(f.ID), "load").GroupKey; g != nil {
+			t.Fatalf("load's group_key %q, want null", *g)
+		}
+		extract := c.claimOne("etl")
+		if extract.GroupKey == nil || *extract.GroupKey != "tenant-a" {
+			t.Fatalf("extract's task has group_key %v, want tenant-a", extract.GroupKey)
+		}
+		c.complete(extract, `["a", "b"]`)
+		for _, id := range stepOf(t, c.getFlow(f.ID), "transform").TaskIDs {
+			if g := c.getTask(id.String()).GroupKey; g == nil || *g != "tenant-b" {
+				t.Fatalf("transform task %s has group_key %v, want tenant-b", id, g)
+			}
+		}
+
+		bad := etlFlow("etl")
+		bad["steps"].([]map[string]any)[2]["group_key"] = strings.Repeat("g", store.MaxGroupKeyLength+1)
+		res := c.do("POST", "/api/flows", bad)
+		if res.status != http.StatusBadRequest || !strings.Contains(string(res.body), "load") || !strings.Contains(string(res.body), "group_key") {
+			t.Fatalf("too long step group_key: %d %s, want 400 naming step load", res.status, res.body)
+		}
+	})
+}
+
 // TestCreateFlowInvalid: an invalid flow is 400 naming the step at fault, and nothing is
 // written (no flow, no task).
 func TestCreateFlowInvalid(t *testing.T) {

@@ -132,6 +132,10 @@ type StepParams struct {
 	MaxAttempts    int             // 0 = DefaultMaxAttempts
 	Priority       int
 	TimeoutSeconds int
+	// GroupKey: every task of the step (each for_each element's too) gets it, so the
+	// queue's group limits and fair claiming apply to step tasks; the task rule
+	// (ValidateGroupKey), "" = none.
+	GroupKey string
 }
 
 // MaxFlowSteps is the most steps one flow may have.
@@ -179,7 +183,8 @@ func (p *FlowParams) Normalize() error {
 		}
 		// A step is validated as the task it becomes.
 		task := CreateParams{ID: uuid.Nil, Queue: st.Queue, Kind: st.Kind, Payload: st.Payload,
-			Priority: st.Priority, MaxAttempts: st.MaxAttempts, TimeoutSeconds: st.TimeoutSeconds}
+			Priority: st.Priority, MaxAttempts: st.MaxAttempts, TimeoutSeconds: st.TimeoutSeconds,
+			GroupKey: st.GroupKey}
 		if err := task.Normalize(); err != nil {
 			return fmt.Errorf("step %q: %w", st.Name, err)
 		}
@@ -282,6 +287,7 @@ type FlowStep struct {
 	MaxAttempts    int
 	Priority       int
 	TimeoutSeconds int
+	GroupKey       string // "" when none; every task of the step carries it
 }
 
 // FlowCreateResult is the flow a create produced, or the existing flow its idempotency

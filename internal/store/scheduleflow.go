@@ -43,6 +43,7 @@ type StepBody struct {
 	MaxAttempts    int             `json:"max_attempts,omitempty"`
 	Priority       int             `json:"priority,omitempty"`
 	TimeoutSeconds int             `json:"timeout_seconds,omitempty"`
+	GroupKey       string          `json:"group_key,omitempty"`
 }
 
 // Params is the body as FlowParams (no id, no idempotency key).
@@ -51,7 +52,8 @@ func (b FlowBody) Params() FlowParams {
 	for i, s := range b.Steps {
 		p.Steps[i] = StepParams{Name: s.Name, Kind: s.Kind, Payload: bytes.Clone(s.Payload),
 			DependsOn: slices.Clone(s.DependsOn), ForEach: s.ForEach, Queue: s.Queue,
-			MaxAttempts: s.MaxAttempts, Priority: s.Priority, TimeoutSeconds: s.TimeoutSeconds}
+			MaxAttempts: s.MaxAttempts, Priority: s.Priority, TimeoutSeconds: s.TimeoutSeconds,
+			GroupKey: s.GroupKey}
 	}
 	return p
 }
@@ -62,7 +64,8 @@ func FlowBodyOf(p *FlowParams) FlowBody {
 	for i, s := range p.Steps {
 		b.Steps[i] = StepBody{Name: s.Name, Kind: s.Kind, Payload: bytes.Clone(s.Payload),
 			DependsOn: slices.Clone(s.DependsOn), ForEach: s.ForEach, Queue: s.Queue,
-			MaxAttempts: s.MaxAttempts, Priority: s.Priority, TimeoutSeconds: s.TimeoutSeconds}
+			MaxAttempts: s.MaxAttempts, Priority: s.Priority, TimeoutSeconds: s.TimeoutSeconds,
+			GroupKey: s.GroupKey}
 	}
 	return b
 }

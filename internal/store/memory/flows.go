@@ -115,7 +115,7 @@ func (s *Store) activateStep(fe *flowEntry, st *stepEntry, now time.Time) {
 		e := &entry{task: store.Task{
 			ID: store.NewID(), Queue: sp.Queue, Kind: sp.Kind, Payload: bytes.Clone(sp.Payload),
 			Status: store.StatusPending, Priority: sp.Priority, ScheduledFor: now,
-			MaxAttempts: sp.MaxAttempts, TimeoutSeconds: sp.TimeoutSeconds,
+			MaxAttempts: sp.MaxAttempts, TimeoutSeconds: sp.TimeoutSeconds, GroupKey: sp.GroupKey,
 			FlowID: fe.flow.ID, Step: sp.Name, Inputs: st.inputs, Item: item, Index: index,
 			CreatedAt: now, UpdatedAt: now,
 		}}
@@ -278,7 +278,7 @@ func (s *Store) flowView(fe *flowEntry) *store.Flow {
 			ForEach: sp.ForEach, State: st.state, TaskIDs: ids, TaskStatuses: statuses, Output: bytes.Clone(st.output), Error: st.err,
 			Status:  store.StepStatusOf(st.state, sp.ForEach != "", statuses),
 			Payload: bytes.Clone(sp.Payload), MaxAttempts: sp.MaxAttempts, Priority: sp.Priority,
-			TimeoutSeconds: sp.TimeoutSeconds,
+			TimeoutSeconds: sp.TimeoutSeconds, GroupKey: sp.GroupKey,
 		}
 	}
 	return f

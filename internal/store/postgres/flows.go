@@ -104,6 +104,7 @@ func insertSteps(ctx context.Context, q querier, p store.FlowParams) error {
 		maxes    = make([]int32, n)
 		prios    = make([]int16, n)
 		timeouts = make([]int32, n)
+		groups   = make([]string, n)
 	)
 	for i, st := range p.Steps {
 		d := st.DependsOn
@@ -117,8 +118,9 @@ func insertSteps(ctx context.Context, q querier, p store.FlowParams) error {
 		names[i], deps[i], kinds[i], queues[i] = st.Name, b, st.Kind, st.Queue
 		payloads[i], forEach[i] = st.Payload, st.ForEach
 		maxes[i], prios[i], timeouts[i] = int32(st.MaxAttempts), int16(st.Priority), int32(st.TimeoutSeconds)
+		groups[i] = st.GroupKey
 	}
-	_, err := q.Exec(ctx, sqlFlowCreateSteps, p.ID, names, deps, kinds, queues, payloads, forEach, maxes, prios, timeouts)
+	_, err := q.Exec(ctx, sqlFlowCreateSteps, p.ID, names, deps, kinds, queues, payloads, forEach, maxes, prios, timeouts, groups)
 	return err
 }
 
@@ -209,13 +211,14 @@ func scanFlow(row pgx.Row) (*store.Flow, error) {
 
 func scanFlowStep(row pgx.CollectableRow) (store.FlowStep, error) {
 	var st store.FlowStep
-	var forEach, errText pgtype.Text
+	var forEach, errText, group pgtype.Text
 	var state string
 	var output []byte
 	if err := row.Scan(&st.Name, &st.Kind, &st.Queue, &st.DependsOn, &forEach, &state, &output,
-		&errText, &st.Payload, &st.MaxAttempts, &st.Priority, &st.TimeoutSeconds); err != nil {
+		&errText, &st.Payload, &st.MaxAttempts, &st.Priority, &st.TimeoutSeconds, &group); err != nil {
 		return st, err
 	}
+	st.GroupKey = group.String
 	if st.DependsOn == nil {
 		st.DependsOn = []string{}
 	}

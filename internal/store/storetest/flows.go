@@ -38,6 +38,77 @@ var flowTests = []testCase{
 	{"PlainTasksHaveNoFlow", testFlowPlainTask},
 	{"RetentionDeletesWholeFlows", testFlowRetention},
 	{"StepTasksOfALimitedQueueClaimWithTheirStep", testFlowLimitedQueue},
+	{"StepGroupKeyGoesToEveryTaskOfTheStep", testFlowStepGroupKey},
+	{"InvalidStepGroupKeyNamesTheStepAndWritesNothing", testFlowStepGroupKeyInvalid},
+}
+
+// testFlowStepGroupKey: a step's group key goes to its task (a step without dependencies,
+// started at create; one started when its dependency succeeds) and to each task of a
+// for_each step, and the queue's group limit then holds for them.
+func testFlowStepGroupKey(t *testing.T, s store.Store) {
+	updateQueue(t, s, "grouped", store.QueuePatch{GroupConcurrency: setLimit(1)})
+	a, b, c, d := step("a"), step("b", "a"), forEach("c", "a"), step("d", "a")
+	a.GroupKey, b.GroupKey, c.GroupKey = "ga", "gb", "gc"
+	f := createFlow(t, s, store.FlowParams{Queue: "grouped", Steps: steps(a, b, c, d)})
+	if got := stepOf(t, f, "c").GroupKey; got != "gc" {
+		t.Fatalf("step c reads group key %q, want gc", got)
+	}
+	if got := stepOf(t, f, "d").GroupKey; got != "" {
+		t.Fatalf("step d reads group key %q, want none", got)
+	}
+	at := stepTask(t, s, f.ID, "a")
+	if at.GroupKey != "ga" {
+		t.Fatalf("a's task has group key %q, want ga", at.GroupKey)
+	}
+	succeedStep(t, s, at, `[1, 2, 3]`)
+	if bt := stepTask(t, s, f.ID, "b"); bt.GroupKey != "gb" {
+		t.Fatalf("b's task has group key %q, want gb", bt.GroupKey)
+	}
+	if dt := stepTask(t, s, f.ID, "d"); dt.GroupKey != "" {
+		t.Fatalf("d's task has group key %q, want none", dt.GroupKey)
+	}
+	cs := stepTasks(t, s, f.ID, "c")
+	if len(cs) != 3 {
+		t.Fatalf("c has %d tasks, want 3", len(cs))
+	}
+	for i, ct := range cs {
+		if ct.GroupKey != "gc" {
+			t.Fatalf("c's task %d has group key %q, want gc", i, ct.GroupKey)
+		}
+	}
+	// group_concurrency 1: one task of each group (gb, gc) and d's (no group) run at once.
+	perGroup := map[string]int{}
+	for _, ct := range claim(t, s, claimParams("grouped", 10)) {
+		perGroup[ct.GroupKey]++
+	}
+	if want := map[string]int{"gb": 1, "gc": 1, "": 1}; !maps2Equal(perGroup, want) {
+		t.Fatalf("claimed per group %v, want %v (group_concurrency 1)", perGroup, want)
+	}
+}
+
+// testFlowStepGroupKeyInvalid: a step group key longer than a task's may be is
+// ErrInvalid naming the step, and nothing is written.
+func testFlowStepGroupKeyInvalid(t *testing.T, s store.Store) {
+	bad := step("b", "a")
+	bad.GroupKey = strings.Repeat("g", store.MaxGroupKeyLength+1)
+	_, err := s.CreateFlow(ctx(t), store.FlowParams{Steps: steps(step("a"), bad)})
+	if !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `step "b"`) ||
+		!strings.Contains(err.Error(), "group_key") {
+		t.Fatalf("CreateFlow error %v, want ErrInvalid naming step \"b\" and group_key", err)
+	}
+	flows, _, err := s.ListFlows(ctx(t), store.FlowListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flows) != 0 || countTasks(t, s) != 0 {
+		t.Fatalf("an invalid flow wrote %d flows and %d tasks", len(flows), countTasks(t, s))
+	}
+	ok := step("a")
+	ok.GroupKey = strings.Repeat("é", store.MaxGroupKeyLength) // characters, not bytes
+	f := createFlow(t, s, store.FlowParams{Steps: steps(ok)})
+	if got := stepTask(t, s, f.ID, "a").GroupKey; got != ok.GroupKey {
+		t.Fatalf("a's task has group key %q, want the 128 characters", got)
+	}
 }
 
 // testFlowLimitedQueue: a flow's steps in a queue with limits are claimed through the

@@ -154,6 +154,8 @@ export interface FlowStep {
   status: StepStatus;
   depends_on: string[];
   for_each: string | null;
+  /** The group key every task of the step carries; null when none. */
+  group_key: string | null;
   /** In element order; empty while WAITING. */
   task_ids: string[];
   /** Its task's output, or a for_each step's array of its tasks' outputs in element order. */
@@ -187,6 +189,8 @@ export interface StepRequest {
   max_attempts?: number;
   priority?: number;
   timeout_seconds?: number;
+  /** Every task of the step (each for_each element's too) gets it, as a task's group_key. */
+  group_key?: string;
 }
 
 /** The body of `POST /api/flows`. */

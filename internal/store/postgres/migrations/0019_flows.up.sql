@@ -41,6 +41,7 @@ CREATE TABLE rota.flow_steps (
     max_attempts    integer  NOT NULL,
     priority        smallint NOT NULL,
     timeout_seconds integer  NOT NULL,
+    group_key       text,    -- every task of the step gets it (NULL: none)
     -- store.StepState: WAITING (no task yet), STARTED (its tasks exist), SUCCEEDED,
     -- FAILED (could not start: for_each over a non-array), CANCELED (never started and
     -- never will: its flow failed or was canceled).
@@ -162,9 +163,9 @@ BEGIN
         UPDATE rota.flow_steps SET state = 'STARTED', tasks_left = 1, task_count = 1, inputs = step_inputs
         WHERE flow_id = f AND name = step_name;
         INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
-                                flow_id, flow_step, flow_index)
+                                group_key, flow_id, flow_step, flow_index)
         VALUES (rota.new_task_id(0), st.queue, st.kind, st.payload, st.priority, st.max_attempts,
-                st.timeout_seconds, f, step_name, 0);
+                st.timeout_seconds, st.group_key, f, step_name, 0);
         RETURN;
     END IF;
 
@@ -187,9 +188,9 @@ BEGIN
         RETURN;
     END IF;
     INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
-                            flow_id, flow_step, flow_index, flow_item)
+                            group_key, flow_id, flow_step, flow_index, flow_item)
     SELECT rota.new_task_id(e.ord), st.queue, st.kind, st.payload, st.priority, st.max_attempts,
-           st.timeout_seconds, f, step_name, (e.ord - 1)::integer, e.item
+           st.timeout_seconds, st.group_key, f, step_name, (e.ord - 1)::integer, e.item
     FROM jsonb_array_elements(items) WITH ORDINALITY AS e (item, ord);
 END
 $$;
@@ -411,9 +412,9 @@ BEGIN
         RETURNING w.*
     ), inserted AS (
         INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
-                                flow_id, flow_step, flow_index)
+                                group_key, flow_id, flow_step, flow_index)
         SELECT rota.new_task_id(row_number() OVER ()), st.queue, st.kind, st.payload, st.priority,
-               st.max_attempts, st.timeout_seconds, st.flow_id, st.name, 0
+               st.max_attempts, st.timeout_seconds, st.group_key, st.flow_id, st.name, 0
         FROM counted_down st
         WHERE st.state = 'STARTED'
     )

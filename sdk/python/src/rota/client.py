@@ -171,7 +171,8 @@ class Client:
     ) -> Flow:
         """Starts a flow (``POST /api/flows``). Each step is a dict of the API's step
         fields: ``name``, ``kind``, and optionally ``payload``, ``depends_on``,
-        ``for_each``, ``queue``, ``max_attempts``, ``priority``, ``timeout_seconds``.
+        ``for_each``, ``queue``, ``max_attempts``, ``priority``, ``timeout_seconds``,
+        ``group_key`` (every task of the step gets it).
         An invalid graph raises RotaError ``invalid_request`` (400) naming the step, and
         nothing is written. With an ``idempotency_key`` a live or succeeded flow holds,
         that flow is returned; ``start_flow_status`` tells the two apart."""

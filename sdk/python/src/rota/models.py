@@ -190,6 +190,8 @@ class FlowStep:
     queue: str = ""
     depends_on: list[str] = field(default_factory=list)
     for_each: str | None = None
+    #: The group key every task of the step carries (None when none).
+    group_key: str | None = None
     task_ids: list[str] = field(default_factory=list)
     #: The step's output once it SUCCEEDED: its task's, or for a for_each step the list
     #: of its tasks' outputs in element order.
