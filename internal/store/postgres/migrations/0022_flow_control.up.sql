@@ -149,9 +149,10 @@ BEGIN
 END
 $$;
 
--- One round's turns for rota.claim_limited's fair walk, as an open cursor the caller
--- fetches from until its room is filled (read lazily: a fetch runs the walk one group
--- further). The groups of level p_level after p_from and up to p_to (NULL: no bound),
+-- One round's turns for rota.claim_limited's fair walk (rota.claim_turns_pending and
+-- _enqueued: one function per status, made from one text as claim_limited is below), as
+-- an open cursor the caller fetches from until its room is filled (read lazily: a fetch
+-- runs the walk one group further). The groups of level p_level after p_from and up to p_to (NULL: no bound),
 -- in group order, each with its room (rota.claim_group_room2) and, when it has room,
 -- its oldest due task, locked.
 --
@@ -163,69 +164,51 @@ $$;
 -- upper bound ends the recursion instead), and enable_seqscan = off, so a plan made
 -- from any statistics (an empty table) never scans rota.tasks
 -- (TestFlowControlledClaimsNeverScanTasks).
-CREATE FUNCTION rota.claim_turns(p_queue text, p_status text, p_level smallint, p_from text, p_to text,
+DO $create$
+DECLARE
+    v_status text;
+BEGIN
+FOREACH v_status IN ARRAY ARRAY['PENDING', 'ENQUEUED'] LOOP
+EXECUTE replace(replace($fn$
+CREATE FUNCTION rota.claim_turns_{{name}}(p_queue text, p_level smallint, p_from text, p_to text,
     p_gc integer, p_grl integer, p_grper interval, p_max integer, p_taken text[], p_now timestamptz)
 RETURNS refcursor
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
 DECLARE
     c refcursor;
 BEGIN
-    IF p_status = 'PENDING' THEN
-        OPEN c FOR
-            WITH RECURSIVE turns(g) AS (
-                (SELECT t.group_key FROM rota.tasks t
-                 WHERE t.status = 'PENDING' AND t.queue = p_queue AND t.priority = p_level
-                   AND t.group_key > coalesce(p_from, '')
-                 ORDER BY t.group_key LIMIT 1)
-              UNION ALL
-                SELECT (SELECT t.group_key FROM rota.tasks t
-                        WHERE t.status = 'PENDING' AND t.queue = p_queue AND t.priority = p_level
-                          AND t.group_key > turns.g
-                        ORDER BY t.group_key LIMIT 1)
-                FROM turns WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g < p_to)
-            )
-            SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
-            FROM turns
-            CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, p_gc, p_grl, p_grper, p_max, p_taken, p_now) room
-            LEFT JOIN LATERAL (
-                SELECT t.id FROM rota.tasks t
-                WHERE t.status = 'PENDING' AND t.queue = p_queue AND t.priority = p_level
-                  AND t.group_key = turns.g
-                  AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
-                ORDER BY t.scheduled_for, t.id
-                LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
-                FOR UPDATE SKIP LOCKED) x ON true
-            WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g <= p_to);
-    ELSE
-        OPEN c FOR
-            WITH RECURSIVE turns(g) AS (
-                (SELECT t.group_key FROM rota.tasks t
-                 WHERE t.status = 'ENQUEUED' AND t.queue = p_queue AND t.priority = p_level
-                   AND t.group_key > coalesce(p_from, '')
-                 ORDER BY t.group_key LIMIT 1)
-              UNION ALL
-                SELECT (SELECT t.group_key FROM rota.tasks t
-                        WHERE t.status = 'ENQUEUED' AND t.queue = p_queue AND t.priority = p_level
-                          AND t.group_key > turns.g
-                        ORDER BY t.group_key LIMIT 1)
-                FROM turns WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g < p_to)
-            )
-            SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
-            FROM turns
-            CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, p_gc, p_grl, p_grper, p_max, p_taken, p_now) room
-            LEFT JOIN LATERAL (
-                SELECT t.id FROM rota.tasks t
-                WHERE t.status = 'ENQUEUED' AND t.queue = p_queue AND t.priority = p_level
-                  AND t.group_key = turns.g
-                  AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
-                ORDER BY t.scheduled_for, t.id
-                LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
-                FOR UPDATE SKIP LOCKED) x ON true
-            WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g <= p_to);
-    END IF;
+    OPEN c FOR
+        WITH RECURSIVE turns(g) AS (
+            (SELECT t.group_key FROM rota.tasks t
+             WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority = p_level
+               AND t.group_key > coalesce(p_from, '')
+             ORDER BY t.group_key LIMIT 1)
+          UNION ALL
+            SELECT (SELECT t.group_key FROM rota.tasks t
+                    WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority = p_level
+                      AND t.group_key > turns.g
+                    ORDER BY t.group_key LIMIT 1)
+            FROM turns WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g < p_to)
+        )
+        SELECT turns.g, room.n AS room, room.held, room.retry_ms, x.id
+        FROM turns
+        CROSS JOIN LATERAL rota.claim_group_room2(p_queue, turns.g, p_gc, p_grl, p_grper, p_max, p_taken, p_now) room
+        LEFT JOIN LATERAL (
+            SELECT t.id FROM rota.tasks t
+            WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority = p_level
+              AND t.group_key = turns.g
+              AND t.scheduled_for <= now() AND t.attempt_count < t.max_attempts
+            ORDER BY t.scheduled_for, t.id
+            LIMIT CASE WHEN room.n > 0 THEN 1 ELSE 0 END
+            FOR UPDATE SKIP LOCKED) x ON true
+        WHERE turns.g IS NOT NULL AND (p_to IS NULL OR turns.g <= p_to);
     RETURN c;
 END
-$$;
+$$
+$fn$, '{{status}}', quote_literal(v_status)), '{{name}}', lower(v_status));
+END LOOP;
+END
+$create$;
 
 -- ClaimTasks for a queue with settings or grouped tasks: the same writes as
 -- claim_tasks.sql (p_ids NULL) and claim_tasks_by_id.sql (p_ids set), obeying the
@@ -302,7 +285,7 @@ DECLARE
     v_phase integer;
     v_from text;
     v_to text;
-    v_turns refcursor;          -- a round's turns (rota.claim_turns)
+    v_turns refcursor;          -- a round's turns (rota.claim_turns_*)
     v_live text[];              -- the groups that took a task in this level's last round
     v_live_null boolean;        -- the ungrouped turn did
     v_next text[];
@@ -522,7 +505,7 @@ BEGIN
                 CONTINUE WHEN NOT v_grouped OR (v_phase = 3 AND v_start IS NULL);
                 v_from := CASE WHEN v_phase = 1 THEN v_start END;
                 v_to := CASE WHEN v_phase = 3 THEN v_start END;
-                v_turns := rota.claim_turns(p_queue, {{status}}, v_level, v_from, v_to,
+                v_turns := rota.claim_turns_{{name}}(p_queue, v_level, v_from, v_to,
                     v_gc, v_grl, v_grper, p_limit, v_tg, v_now);
                 LOOP
                     FETCH v_turns INTO r;
