@@ -82,7 +82,7 @@ type Target struct {
 // gets index and TID scans.
 func (t *Target) reset(ctx context.Context) error {
 	if t.Owned {
-		if _, err := t.Pool.Exec(ctx, `TRUNCATE rota.tasks CASCADE`); err != nil {
+		if _, err := t.Pool.Exec(ctx, `TRUNCATE rota.tasks, rota.task_attempts CASCADE`); err != nil {
 			return fmt.Errorf("empty rota.tasks: %w", err)
 		}
 		return nil
@@ -90,10 +90,11 @@ func (t *Target) reset(ctx context.Context) error {
 	return t.deleteQueue(ctx)
 }
 
-// deleteQueue deletes the tasks of the benchmark's queue (their attempts and dead letters
-// go with them).
+// deleteQueue deletes the tasks of the benchmark's queue with their attempts (dead letters
+// go by their foreign key's cascade).
 func (t *Target) deleteQueue(ctx context.Context) error {
-	if _, err := t.Pool.Exec(ctx, `DELETE FROM rota.tasks WHERE queue = $1`, t.Queue); err != nil {
+	if _, err := t.Pool.Exec(ctx, `WITH gone AS (DELETE FROM rota.tasks WHERE queue = $1 RETURNING id)
+		DELETE FROM rota.task_attempts WHERE task_id = ANY (ARRAY(SELECT id FROM gone))`, t.Queue); err != nil {
 		return fmt.Errorf("delete the benchmark's tasks: %w", err)
 	}
 	return nil

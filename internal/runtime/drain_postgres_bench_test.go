@@ -123,7 +123,7 @@ func BenchmarkDrainPostgres(b *testing.B) {
 // every iteration starts from the same table state.
 func fillBacklog(b *testing.B, pool *pgxpool.Pool, st store.Store) {
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `TRUNCATE rota.tasks CASCADE`); err != nil {
+	if _, err := pool.Exec(ctx, `TRUNCATE rota.tasks, rota.task_attempts CASCADE`); err != nil {
 		b.Fatal(err)
 	}
 	params := make([]store.CreateParams, 5000)

@@ -110,7 +110,7 @@ func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 // spread round robin over groups group keys (0: none), then vacuums.
 func fillGroupedBacklog(b *testing.B, pool *pgxpool.Pool, st store.Store, queue string, groups int) {
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `TRUNCATE rota.tasks CASCADE`); err != nil {
+	if _, err := pool.Exec(ctx, `TRUNCATE rota.tasks, rota.task_attempts CASCADE`); err != nil {
 		b.Fatal(err)
 	}
 	params := make([]store.CreateParams, 5000)

@@ -232,7 +232,7 @@ func waitAllSucceeded(b *testing.B, pool *pgxpool.Pool, tasks int) {
 }
 
 func truncateFlows(b *testing.B, pool *pgxpool.Pool) {
-	if _, err := pool.Exec(context.Background(), `TRUNCATE rota.tasks, rota.flows CASCADE`); err != nil {
+	if _, err := pool.Exec(context.Background(), `TRUNCATE rota.tasks, rota.task_attempts, rota.flows CASCADE`); err != nil {
 		b.Fatal(err)
 	}
 }

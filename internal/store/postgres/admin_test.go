@@ -404,3 +404,54 @@ func TestListenResumedAfterLostConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionDeletesAttempts: rota.task_attempts has no foreign key to rota.tasks
+// (migration 0024), so retention deletes a task's attempts itself, for plain tasks and
+// for a flow's tasks alike. No attempt may outlive its task.
+func TestRetentionDeletesAttempts(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	mustCreate(t, st, store.CreateParams{Queue: "plain", Kind: "k"}, store.CreateParams{Queue: "plain", Kind: "k"})
+	plain := mustClaim(t, st, store.ClaimParams{Queue: "plain"})
+	if _, err := st.CreateFlow(ctx, store.FlowParams{Queue: "flow", Steps: []store.StepParams{{Name: "a", Kind: "k"}}}); err != nil {
+		t.Fatal(err)
+	}
+	step := mustClaim(t, st, store.ClaimParams{Queue: "flow"})
+	if len(plain) != 2 || len(step) != 1 {
+		t.Fatalf("claimed %d plain tasks and %d step tasks, want 2 and 1", len(plain), len(step))
+	}
+	if _, err := st.RecordOutcomes(ctx, []store.Outcome{
+		{TaskID: plain[0].ID, LeaseToken: plain[0].LeaseToken, Kind: store.Succeed},
+		{TaskID: plain[1].ID, LeaseToken: plain[1].LeaseToken, Kind: store.Fail, Error: "no"},
+		{TaskID: step[0].ID, LeaseToken: step[0].LeaseToken, Kind: store.Succeed},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	attempts := func() (n int) {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM rota.task_attempts`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := attempts(); n != 3 {
+		t.Fatalf("%d attempt rows before retention, want 3", n)
+	}
+	exec(t, pool, `UPDATE rota.tasks SET completed_at = now() - interval '40 days'`)
+	exec(t, pool, `UPDATE rota.flows SET completed_at = now() - interval '40 days'`)
+	cut := time.Now().Add(-24 * time.Hour)
+	n, err := st.DeleteFinishedTasks(ctx, store.RetentionParams{SucceededBefore: cut, FailedBefore: cut, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM rota.tasks`).Scan(&tasks); err != nil {
+		t.Fatal(err)
+	}
+	if n != 3 || tasks != 0 {
+		t.Fatalf("retention deleted %d tasks and left %d, want 3 and 0", n, tasks)
+	}
+	if n := attempts(); n != 0 {
+		t.Errorf("%d attempt rows outlive their tasks", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,15 +269,21 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	for _, tc := range []struct{ sql, index string }{
-		{postgres.ClaimPendingSQL, "tasks_claim_pending"},
-		{postgres.ClaimEnqueuedSQL, "tasks_claim_enqueued"},
+	// The claim is a function (migration 0024) that plans its statement once per session,
+	// generic, with enable_seqscan = off: that plan, and a custom one, must walk the index.
+	for _, tc := range []struct{ function, index string }{
+		{"claim_tasks_pending", "tasks_claim_pending"},
+		{"claim_tasks_enqueued", "tasks_claim_enqueued"},
 	} {
-		custom := explain(t, conn.Conn(), "EXPLAIN "+tc.sql, "q1", 10, "w", time.Minute, nil, nil, nil)
+		sql := functionQuery(t, conn.Conn(), tc.function)
+		if _, err := conn.Exec(ctx, `SET enable_seqscan = off`); err != nil {
+			t.Fatal(err)
+		}
+		custom := explain(t, conn.Conn(), "EXPLAIN "+sql, "q1", 10, "w", time.Minute, nil, nil, nil)
 		if !strings.Contains(custom, "Index Scan using "+tc.index) {
 			t.Errorf("custom plan does not use %s:\n%s", tc.index, custom)
 		}
-		if _, err := conn.Exec(ctx, `PREPARE claim AS `+tc.sql); err != nil {
+		if _, err := conn.Exec(ctx, `PREPARE claim AS `+sql); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := conn.Exec(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
@@ -286,7 +293,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 		if !strings.Contains(generic, "Index Scan using "+tc.index) {
 			t.Errorf("generic plan does not use %s:\n%s", tc.index, generic)
 		}
-		if _, err := conn.Exec(ctx, `DEALLOCATE claim; RESET plan_cache_mode`); err != nil {
+		if _, err := conn.Exec(ctx, `DEALLOCATE claim; RESET plan_cache_mode; RESET enable_seqscan`); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -294,6 +301,37 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	if got := mustClaim(t, st, store.ClaimParams{Queue: "q1", Limit: 10}); len(got) != 10 {
 		t.Errorf("claimed %d, want 10", len(got))
 	}
+}
+
+// functionQuery returns the statement that PL/pgSQL function rota.<name> returns (its
+// RETURN QUERY), with its parameters as $1..$n of their declared types, so that a test
+// can EXPLAIN it as the function runs it.
+func functionQuery(t *testing.T, conn *pgx.Conn, name string) string {
+	t.Helper()
+	var src string
+	var args, types []string
+	if err := conn.QueryRow(context.Background(), `
+		SELECT p.prosrc, p.proargnames[1:p.pronargs],
+		       ARRAY(SELECT format_type(a.t, NULL) FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY a (t, n) ORDER BY a.n)
+		FROM pg_proc p WHERE p.proname = $1 AND p.pronamespace = 'rota'::regnamespace`, name).Scan(&src, &args, &types); err != nil {
+		t.Fatalf("function rota.%s: %v", name, err)
+	}
+	start := strings.Index(src, "RETURN QUERY")
+	end := strings.LastIndex(src, ";")
+	if start < 0 || end < start {
+		t.Fatalf("function rota.%s has no RETURN QUERY statement", name)
+	}
+	sql := src[start+len("RETURN QUERY") : end]
+	// Longest names first, so that no name is replaced inside a longer one.
+	order := make([]int, len(args))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return len(args[b]) - len(args[a]) })
+	for _, i := range order {
+		sql = strings.ReplaceAll(sql, args[i], fmt.Sprintf("$%d::%s", i+1, types[i]))
+	}
+	return sql
 }
 
 func explain(t *testing.T, conn *pgx.Conn, sql string, args ...any) string {

@@ -1,6 +1,6 @@
 -- DeleteFinishedTasks, for flows: up to $3 ended flows past retention, oldest first,
--- each deleted with all of its tasks (their attempts and dead letters cascade) and its
--- steps in this one statement, so no reader ever sees half a flow. SUCCEEDED and
+-- each deleted with all of its tasks (their attempts in attempts_gone, their dead letters
+-- by cascade) and its steps in this one statement, so no reader ever sees half a flow. SUCCEEDED and
 -- CANCELED flows go by the succeeded cut-off $1, FAILED ones by the failed cut-off $2
 -- (NULL keeps), each status one range of flows_finished in completion order. A flow
 -- whose task still runs (a cancel request its worker has not answered yet) waits for
@@ -31,7 +31,11 @@ WITH doomed AS (
     DELETE FROM rota.tasks t
     WHERE t.flow_id = ANY (ARRAY(SELECT id FROM doomed))
       AND t.flow_id IS NOT NULL -- tasks_flow_step's predicate
-    RETURNING 1
+    RETURNING t.id
+), attempts_gone AS (
+    -- rota.task_attempts has no foreign key (migration 0024); through task_attempts_task
+    DELETE FROM rota.task_attempts a
+    WHERE a.task_id = ANY (ARRAY(SELECT id FROM tasks_gone))
 ), flows_gone AS (
     DELETE FROM rota.flows f
     WHERE f.id = ANY (ARRAY(SELECT id FROM doomed))

@@ -1,6 +1,7 @@
 -- DeleteFinishedTasks: finished plain tasks past retention, oldest first, in bounded
--- batches (SKIP LOCKED so several servers share the work). Attempts and dead letters go
--- with them (ON DELETE CASCADE). $1 succeeded/canceled cutoff, $2 dead/failed cutoff
+-- batches (SKIP LOCKED so several servers share the work). Attempts go with them
+-- (attempts_gone: rota.task_attempts has no foreign key, migration 0024), dead letters by
+-- their ON DELETE CASCADE. $1 succeeded/canceled cutoff, $2 dead/failed cutoff
 -- (NULL keeps), $3 limit. A flow's tasks are not deleted here but with their flow
 -- (delete_finished_flows.sql), never one by one.
 -- Each status is one range of tasks_finished_by_flow (status, true, completed_at), read in
@@ -25,6 +26,10 @@ WITH doomed AS (
         FOR UPDATE SKIP LOCKED
     ) old
     LIMIT $3
+), attempts_gone AS (
+    -- through task_attempts_task (task_id, id)
+    DELETE FROM rota.task_attempts a
+    WHERE a.task_id = ANY (ARRAY(SELECT id FROM doomed))
 )
 DELETE FROM rota.tasks t
 -- an array, so that the rows are always found through the primary key (a semi-join
