@@ -193,22 +193,18 @@ printf 'load: %.1fs (insert, vacuum analyze, checkpoint)\n' "$(echo "$loaded - $
 # strip_sql FILE: the statement without comment lines or trailing comments (pgbench scripts
 # end a command at ';' and the files have none).
 strip_sql() { sed -e 's/[[:space:]]*--.*$//' -e '/^[[:space:]]*$/d' "$1"; }
-claim_sql=$(strip_sql "$claim_file" | sed "s/{{status}}/'PENDING'/g")
+claim_sql=$(strip_sql "$claim_file" | sed -e "s/{{status}}/'PENDING'/g" -e 's/{{name}}/pending/g')
 outcome_sql=$(strip_sql "$outcome_file")
-tail_expected=$'SELECT *\nFROM claimed\nORDER BY priority DESC, scheduled_for, id'
-if [ "$(printf '%s\n' "$claim_sql" | tail -n 3)" != "$tail_expected" ]; then
-  echo "sqlfloor.sh: $claim_file no longer ends with the SELECT this script replaces; update it" >&2
-  exit 1
-fi
-claim_head=$(printf '%s\n' "$claim_sql" | head -n -3)
 order='ORDER BY priority DESC, scheduled_for, id'
-claim_agg="$claim_head
+claim_agg="WITH claimed AS (
+$claim_sql
+)
 SELECT coalesce(array_agg(id $order), '{}') AS ids,
        coalesce(array_agg(lease_token $order), '{}') AS tokens,
        coalesce(array_agg('succeed'::text), '{}') AS kinds,
        coalesce(array_agg(''::text), '{}') AS errs,
-       coalesce(array_agg(NULL::timestamptz), '{}') AS retry_ats,
-       coalesce(array_agg('PENDING'::text), '{}') AS statuses
+       coalesce(array_agg(0::bigint), '{}') AS retry_ins,
+       coalesce(array_agg(NULL::jsonb), '{}') AS outputs
 FROM claimed"
 
 # shellcheck disable=SC2016 # $1.. are the statements' parameters, not shell variables
@@ -222,7 +218,7 @@ claim_vars() {
 outcome_vars() {
   # shellcheck disable=SC2016
   sed -e 's/\$1\b/:ids/g' -e 's/\$2\b/:tokens/g' -e 's/\$3\b/:kinds/g' \
-      -e 's/\$4\b/:errs/g' -e 's/\$5\b/:retry_ats/g' -e 's/\$6\b/:statuses/g'
+      -e 's/\$4\b/:errs/g' -e 's/\$5\b/:retry_ins/g' -e 's/\$6\b/:outputs/g'
 }
 {
   printf '%s\n' "$claim_agg" | claim_vars
@@ -242,21 +238,28 @@ if [ "$explain" = 1 ]; then
   take="SELECT coalesce(array_agg(id ORDER BY id), '{}') AS ids,
        coalesce(array_agg(lease_token ORDER BY id), '{}') AS tokens,
        coalesce(array_agg('succeed'::text), '{}') AS kinds, coalesce(array_agg(''::text), '{}') AS errs,
-       coalesce(array_agg(NULL::timestamptz), '{}') AS retry_ats,
-       coalesce(array_agg('PENDING'::text), '{}') AS statuses
+       coalesce(array_agg(0::bigint), '{}') AS retry_ins,
+       coalesce(array_agg(NULL::jsonb), '{}') AS outputs
 FROM rota.tasks WHERE status = 'PROCESSING' AND worker_id = 'sqlfloor'"
-  outcome_exec="EXECUTE outcome(:'ids', :'tokens', :'kinds', :'errs', :'retry_ats', :'statuses')"
+  outcome_exec="EXECUTE outcome(:'ids', :'tokens', :'kinds', :'errs', :'retry_ins', :'outputs')"
   {
     if [ "$mode" = extended ]; then echo "SET plan_cache_mode = force_custom_plan;"; fi
+    # The statements are functions (migration 0024): auto_explain shows the plans of the
+    # statements inside them, sent to this client as LOG messages.
+    printf '%s\n' "LOAD 'auto_explain';" "SET auto_explain.log_nested_statements = on;" \
+      "SET auto_explain.log_analyze = on;" "SET auto_explain.log_buffers = on;" "SET auto_explain.log_wal = on;" \
+      "SET auto_explain.log_min_duration = -1;"
     printf 'PREPARE claim(text, bigint, text, interval, smallint, timestamptz, uuid) AS\n%s;\n' "$claim_sql"
-    printf 'PREPARE outcome(uuid[], uuid[], text[], text[], timestamptz[], text[]) AS\n%s;\n' "$outcome_sql"
+    printf 'PREPARE outcome(uuid[], uuid[], text[], text[], bigint[], jsonb[]) AS\n%s;\n' "$outcome_sql"
     for _ in 1 2 3 4 5 6 7 8; do
       printf '%s\n' '\o /dev/null' "$claim_exec;" "$take \gset" "$outcome_exec;" '\o'
     done
+    printf '%s\n' "SET auto_explain.log_min_duration = 0;" "SET client_min_messages = log;"
     printf '%s\n' '\echo -- claim: claim_tasks.sql'
     printf '%s\n' "EXPLAIN (ANALYZE, BUFFERS, WAL) $claim_exec;" "$take \gset"
     printf '%s\n' '\echo -- outcome: record_outcomes.sql, every task succeed'
     printf '%s\n' "EXPLAIN (ANALYZE, BUFFERS, WAL) $outcome_exec;"
+    printf '%s\n' "SET client_min_messages = notice;" "SET auto_explain.log_min_duration = -1;"
     printf '%s\n' 'SELECT name, generic_plans, custom_plans FROM pg_prepared_statements ORDER BY name;'
   } > "$work/explain.sql"
   q -d "$db_url" -f "$work/explain.sql"
@@ -295,7 +298,23 @@ if [ "$claim_only" = 1 ]; then
   exit 0
 fi
 
+# server_cpu_ticks: CPU the server's processes used so far, in clock ticks: the postmaster's
+# reaped children (cutime + cstime: backends that have exited) plus its live children.
+# Only on this machine's own server (its data directory readable), else empty.
+server_cpu_ticks() {
+  local dir pid
+  dir=$(q -d "$db_url" -A -t -c "SHOW data_directory" 2>/dev/null) || return 0
+  pid=$(head -n 1 "$dir/postmaster.pid" 2>/dev/null) || return 0
+  [ -r "/proc/$pid/stat" ] || return 0
+  {
+    awk '{ print $16 + $17 }' "/proc/$pid/stat"
+    for c in $(pgrep -P "$pid"); do awk '{ print $14 + $15 }' "/proc/$c/stat" 2>/dev/null; done
+  } | awk '{ s += $1 } END { print s }'
+}
+cpu_before=$(server_cpu_ticks)
 run_pgbench "$work/floor.sql" "claim + outcome, $batch tasks per transaction"
+sleep 0.2 # the backends exit and are reaped
+cpu_after=$(server_cpu_ticks)
 read -r succeeded pending others < <(q -d "$db_url" -A -t -F ' ' -c \
   "SELECT count(*) FILTER (WHERE status = 'SUCCEEDED'), count(*) FILTER (WHERE status = 'PENDING'),
           count(*) FILTER (WHERE status NOT IN ('SUCCEEDED', 'PENDING')) FROM rota.tasks")
@@ -310,3 +329,6 @@ if [ "$succeeded" -ne $((txns * batch)) ]; then
   echo "sqlfloor.sh: warning: $succeeded tasks succeeded, expected $txns transactions x $batch" >&2
 fi
 printf 'SQL floor: %.0f tasks/s (%.1f transactions/s x %d)\n' "$(echo "$tps * $batch" | bc)" "$tps" "$batch"
+if [ -n "$cpu_before" ] && [ -n "$cpu_after" ] && [ "$succeeded" -gt 0 ]; then
+  printf 'server CPU: %.1f us/task\n' "$(echo "($cpu_after - $cpu_before) * 1000000 / $(getconf CLK_TCK) / ($txns * $batch)" | bc -l)"
+fi
