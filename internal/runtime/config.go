@@ -34,8 +34,9 @@ type Config struct {
 	// Concurrency is the total number of handler goroutines. Default: 100, which keeps
 	// I/O-bound handlers busy and costs little for trivial ones (goroutines are cheap).
 	Concurrency int
-	// FetchBatch is the most tasks one claim asks for; a claim never asks for more than
-	// the free capacity of its queue and of the worker. Default: 50.
+	// FetchBatch is the most tasks one claim asks for; a claim asks for all the free
+	// capacity of its queue and of the worker, up to this. Default: 1000, so that claims
+	// follow the capacity: a worker with more slots claims in larger statements.
 	FetchBatch int
 	// FetchLoops is how many loops claim (or fetch from a Source) for each queue at once.
 	// Default: 1 in poll mode, where one claim takes a whole batch in one round trip;
@@ -87,7 +88,7 @@ type Config struct {
 	AbandonGrace time.Duration
 
 	// CommitBatch is the most outcomes written in one Store.RecordOutcomes call.
-	// Default: 100.
+	// Default: 1000 (outcomes waiting are written together, however many slots finished).
 	CommitBatch int
 	// CommitInterval is how long the committer waits for more outcomes to join a batch
 	// after the first arrives. Negative means never wait: write whatever is queued.
@@ -134,7 +135,7 @@ type Config struct {
 // Defaults, for documentation and for callers that build their own Config.
 const (
 	DefaultConcurrency      = 100
-	DefaultFetchBatch       = 50
+	DefaultFetchBatch       = 1000
 	DefaultSourceFetchLoops = 4
 	DefaultPollInterval     = time.Second
 	DefaultLeaseDuration    = 30 * time.Second
@@ -144,7 +145,7 @@ const (
 	DefaultReapInterval     = 5 * time.Second
 	DefaultShutdownGrace    = 10 * time.Second
 	DefaultAbandonGrace     = 5 * time.Second
-	DefaultCommitBatch      = 100
+	DefaultCommitBatch      = 1000
 	DefaultCommitInterval   = 5 * time.Millisecond
 )
 

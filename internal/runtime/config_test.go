@@ -13,11 +13,11 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	cfg := Config{}.withDefaults()
-	if cfg.Concurrency != 100 || cfg.FetchBatch != 50 || cfg.PollInterval != time.Second ||
+	if cfg.Concurrency != 100 || cfg.FetchBatch != 1000 || cfg.PollInterval != time.Second ||
 		cfg.LeaseDuration != 30*time.Second || cfg.HeartbeatInterval != 10*time.Second ||
 		cfg.DefaultTimeout != 15*time.Minute || cfg.BackoffBase != time.Second || cfg.BackoffMax != time.Hour ||
 		cfg.ReapInterval != 5*time.Second || cfg.ShutdownGrace != 10*time.Second ||
-		cfg.CommitBatch != 100 || cfg.CommitInterval != 5*time.Millisecond ||
+		cfg.CommitBatch != 1000 || cfg.CommitInterval != 5*time.Millisecond ||
 		cfg.ClaimFrom != store.StatusPending || cfg.Logger != slog.Default() {
 		t.Fatalf("defaults = %+v", cfg)
 	}

@@ -91,7 +91,7 @@ func BenchmarkDrainPostgres(b *testing.B) {
 					ctx := context.Background()
 					for {
 						tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "default", From: store.StatusPending,
-							WorkerID: "bench", Limit: runtime.DefaultFetchBatch, LeaseDuration: time.Minute})
+							WorkerID: "bench", Limit: min(runtime.DefaultFetchBatch, runtime.DefaultConcurrency), LeaseDuration: time.Minute})
 						if err != nil {
 							b.Error(err)
 							return

@@ -34,8 +34,17 @@ type fetcher struct {
 	// idleTurn holds one token: with a Source, the loop holding it is the only one of
 	// this queue that waits for work while the queue is idle (source.go).
 	idleTurn chan struct{}
-	// claimSpan is the span of the last claim (poll mode), which its tasks' attempt
-	// spans link to.
+
+	// committed (buffer 1) hears that an outcome of the queue was committed (heldback.go).
+	committed chan struct{}
+	// concurrencyHeldAt (UnixNano, 0: never) is when a claim was last held back by a
+	// concurrency limit (heldback.go).
+	concurrencyHeldAt atomic.Int64
+}
+
+// claimLoop is what one claiming loop (of FetchLoops) keeps from one claim to the next.
+type claimLoop struct {
+	// claimSpan is the span of the last claim, which its tasks' attempt spans link to.
 	claimSpan trace.SpanContext
 
 	// after is the claim hint (store.ClaimParams.After): the last task of the previous
@@ -45,13 +54,8 @@ type fetcher struct {
 	after      *store.ClaimKey
 	afterSince time.Time
 
-	// report is what the last claim said about being held back (heldback.go);
-	// committed (buffer 1) hears that an outcome of the queue was committed.
-	report    store.ClaimReport
-	committed chan struct{}
-	// concurrencyHeldAt (UnixNano, 0: never) is when a claim was last held back by a
-	// concurrency limit (heldback.go).
-	concurrencyHeldAt atomic.Int64
+	// report is what the last claim said about being held back (heldback.go).
+	report store.ClaimReport
 }
 
 // claimHintMaxAge bounds how long a chain of hinted claims lasts before a claim walks the
@@ -80,6 +84,7 @@ func (f *fetcher) run(ctx context.Context) {
 		f.runSource(ctx)
 		return
 	}
+	var loop claimLoop
 	backlog := true // claim at once on start
 	failures := 0
 	for {
@@ -92,6 +97,8 @@ func (f *fetcher) run(ctx context.Context) {
 		if backlog && !f.waitForSlots(ctx) {
 			return
 		}
+		// The claim takes every free slot, up to FetchBatch: claims grow with the free
+		// capacity, so a worker with more slots claims in fewer, larger statements.
 		n := f.w.capacity.reserve(f.queue, cfg.FetchBatch)
 		if n == 0 {
 			// Every slot is busy (or another queue's fetcher took the last ones): the
@@ -100,7 +107,7 @@ func (f *fetcher) run(ctx context.Context) {
 			continue
 		}
 		start := time.Now()
-		tasks, err := f.claim(ctx, n)
+		tasks, err := f.claim(ctx, n, &loop)
 		cfg.Observer.ClaimDone(f.queue, len(tasks), time.Since(start), err)
 		if err != nil {
 			f.w.capacity.release(f.queue, n)
@@ -128,13 +135,13 @@ func (f *fetcher) run(ctx context.Context) {
 		failures = 0
 		f.w.capacity.release(f.queue, n-len(tasks))
 		for _, t := range tasks {
-			f.w.executor.start(Delivery{Task: t, claimSpan: f.claimSpan})
+			f.w.executor.start(Delivery{Task: t, claimSpan: loop.claimSpan})
 		}
 		backlog = len(tasks) == n
-		if held := f.report.HeldBack; held != "" {
+		if held := loop.report.HeldBack; held != "" {
 			// Due tasks are left that a setting holds back: not idle (heldback.go).
 			cfg.Observer.ClaimHeldBack(f.queue, held)
-			if !f.waitHeld(ctx, f.report) {
+			if !f.waitHeld(ctx, loop.report) {
 				return
 			}
 			backlog = true
@@ -198,13 +205,13 @@ func (f *fetcher) waitForSlots(ctx context.Context) bool {
 
 // claim runs ClaimTasks outside ctx's cancellation: a claim that the database committed
 // must reach the executor, or its tasks would sit leased until the reaper frees them.
-func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
+func (f *fetcher) claim(ctx context.Context, n int, loop *claimLoop) ([]*store.Task, error) {
 	cfg := &f.w.cfg
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.LeaseDuration)
 	defer cancel()
 	now := time.Now()
-	if f.after != nil && now.Sub(f.afterSince) >= claimHintMaxAge {
-		f.after = nil
+	if loop.after != nil && now.Sub(loop.afterSince) >= claimHintMaxAge {
+		loop.after = nil
 	}
 	cctx, span := f.w.startBatch(cctx, "rota.claim", f.queue, n)
 	tasks, err := cfg.Store.ClaimTasks(cctx, store.ClaimParams{
@@ -213,23 +220,23 @@ func (f *fetcher) claim(ctx context.Context, n int) ([]*store.Task, error) {
 		WorkerID:      cfg.WorkerID,
 		Limit:         n,
 		LeaseDuration: cfg.LeaseDuration,
-		After:         f.after,
-		Report:        &f.report,
+		After:         loop.after,
+		Report:        &loop.report,
 	})
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("rota.claimed", len(tasks)))
 	}
-	f.claimSpan = span.SpanContext()
+	loop.claimSpan = span.SpanContext()
 	endBatch(span, err)
 	switch {
 	case err != nil || len(tasks) < n:
-		f.after = nil
+		loop.after = nil
 	default:
-		if f.after == nil {
-			f.afterSince = now
+		if loop.after == nil {
+			loop.afterSince = now
 		}
 		key := store.ClaimKeyOf(tasks[len(tasks)-1]) // claims come in claim order
-		f.after = &key
+		loop.after = &key
 	}
 	return tasks, err
 }
