@@ -50,7 +50,7 @@ func (s *Store) EnqueueDue(ctx context.Context, params store.EnqueueParams,
 		func(id uuid.UUID) uuid.UUID { return id },
 		send,
 		func(tx pgx.Tx, ids []uuid.UUID) (pgconn.CommandTag, error) {
-			return tx.Exec(ctx, sqlEnqueueMark, planPerCall, ids)
+			return tx.Exec(ctx, sqlEnqueueMark, planPerCall, uuidArgs(ids))
 		})
 }
 

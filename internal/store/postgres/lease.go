@@ -53,7 +53,7 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 	switch {
 	case params.TaskIDs != nil:
 		rows, err = s.pool.Query(ctx, sqlClaimTasksByID, planPerCall, queue, limit, params.WorkerID,
-			params.LeaseDuration, params.TaskIDs, string(params.From))
+			params.LeaseDuration, uuidArgs(params.TaskIDs), string(params.From))
 	default:
 		sql := sqlClaimEnqueued
 		if params.From == store.StatusPending {
@@ -236,7 +236,7 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 	// "Flows") reruns the whole statement, which wrote nothing.
 	err := retryDeadlock(func() error {
 		clear(written)
-		rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, ids, tokens, kinds, errs, retryIns, outputs)
+		rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, uuidArgs(ids), uuidArgs(tokens), kinds, errs, retryIns, outputs)
 		if err != nil {
 			return err
 		}

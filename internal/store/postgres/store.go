@@ -213,3 +213,15 @@ func (f *flowScan) apply(t *store.Task) {
 		t.Item, t.Index = f.item, &i
 	}
 }
+
+// uuidArgs is ids as a uuid[] argument that pgx encodes directly. A []uuid.UUID is
+// encoded element by element through uuid.UUID's driver.Valuer (a string, parsed back)
+// after a failed plan that builds an error with fmt: measured, a fifth of a draining
+// worker's CPU went there.
+func uuidArgs(ids []uuid.UUID) []pgtype.UUID {
+	out := make([]pgtype.UUID, len(ids))
+	for i, id := range ids {
+		out[i] = pgtype.UUID{Bytes: id, Valid: true}
+	}
+	return out
+}

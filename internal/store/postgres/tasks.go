@@ -91,7 +91,7 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 		}
 		byID[p.ID] = i
 	}
-	rows, err := q.Query(ctx, sqlCreateTasks, ids, queues, kinds, payloads, prios,
+	rows, err := q.Query(ctx, sqlCreateTasks, uuidArgs(ids), queues, kinds, payloads, prios,
 		schedules, maxes, keys, timeouts, delays, traces, groups)
 	if err != nil {
 		return nil, translate("create tasks", err)
