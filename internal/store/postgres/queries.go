@@ -25,6 +25,7 @@ var (
 	sqlClaimEnqueued         = strings.ReplaceAll(query("claim_tasks.sql"), "{{name}}", "enqueued")
 	sqlClaimTasksByID        = query("claim_tasks_by_id.sql")
 	sqlHeartbeat             = query("heartbeat.sql")
+	sqlNotifyTasks           = query("notify_tasks.sql")
 	sqlRecordOutcomes        = query("record_outcomes.sql")
 	sqlCancelTask            = query("cancel_task.sql")
 	sqlReplayTask            = query("replay_task.sql")

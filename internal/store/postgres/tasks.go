@@ -20,17 +20,46 @@ import (
 // CreateTasks inserts tasks, all or nothing, in one statement (atomic by itself, so no
 // transaction is needed). See queries/create_tasks.sql for how idempotency keys resolve.
 func (s *Store) CreateTasks(ctx context.Context, params []store.CreateParams) ([]store.CreateResult, error) {
-	return createTasks(ctx, s.pool, params)
+	results, err := createTasks(ctx, s.pool, params, true)
+	if err == nil {
+		s.notifyCreated(ctx, results)
+	}
+	return results, err
+}
+
+// notifyCreated wakes the workers of the queues that got a due task, after the insert
+// committed (create_tasks.sql, $13), in a transaction of its own that commits without
+// waiting for its WAL flush: it changes no data, and PostgreSQL serializes notifying
+// commits, so a flush under that lock made concurrent creates commit one at a time. A
+// wake-up lost here (an error, a crash) costs the workers at most their poll interval:
+// the idle watcher finds due tasks by itself.
+func (s *Store) notifyCreated(ctx context.Context, results []store.CreateResult) {
+	var queues []string
+	for _, r := range results {
+		t := r.Task
+		if r.Existing || t.Status != store.StatusPending || t.ScheduledFor.After(t.CreatedAt) ||
+			slices.Contains(queues, t.Queue) {
+			continue
+		}
+		queues = append(queues, t.Queue)
+	}
+	if len(queues) == 0 {
+		return
+	}
+	_, _ = s.pool.Exec(ctx, sqlNotifyTasks, planPerCall, queues)
 }
 
 // CreateTasksTx is CreateTasks inside the caller's transaction: the tasks exist only if
 // the caller commits (the transactional outbox pattern). An error leaves tx aborted, as
 // any failed statement does.
 func (s *Store) CreateTasksTx(ctx context.Context, tx pgx.Tx, params []store.CreateParams) ([]store.CreateResult, error) {
-	return createTasks(ctx, tx, params)
+	return createTasks(ctx, tx, params, false)
 }
 
-func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([]store.CreateResult, error) {
+// createTasks inserts the tasks; notifyAfter says that the caller sends the workers'
+// wake-up itself once the statement committed (notifyCreated), instead of the insert
+// trigger.
+func createTasks(ctx context.Context, q querier, params []store.CreateParams, notifyAfter bool) ([]store.CreateResult, error) {
 	ps := slices.Clone(params)
 	for i := range ps {
 		if err := ps[i].Normalize(); err != nil {
@@ -92,7 +121,7 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams) ([
 		byID[p.ID] = i
 	}
 	rows, err := q.Query(ctx, sqlCreateTasks, uuidArgs(ids), queues, kinds, payloads, prios,
-		schedules, maxes, keys, timeouts, delays, traces, groups)
+		schedules, maxes, keys, timeouts, delays, traces, groups, notifyAfter)
 	if err != nil {
 		return nil, translate("create tasks", err)
 	}

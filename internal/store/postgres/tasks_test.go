@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -280,5 +281,65 @@ func TestCreateTasksTx(t *testing.T) {
 	}
 	if got := mustGet(t, st, committed); got.IdempotencyKey != "tx" || committed == rolledBack {
 		t.Errorf("committed task %+v", got)
+	}
+}
+
+// TestCreateTasksWakeUps: CreateTasks sends the workers' wake-up itself, after its
+// commit, once per queue with a due task, and the insert trigger stays silent for it
+// (migration 0024); CreateTasksTx leaves the wake-up to the trigger, which sends it only
+// when the caller commits. Tasks not due, and idempotent repeats, wake nobody.
+func TestCreateTasksWakeUps(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pool.Config().ConnConfig.ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `LISTEN rota_tasks`); err != nil {
+		t.Fatal(err)
+	}
+	// heard collects the notifications that arrive within a short while.
+	heard := func() []string {
+		var got []string
+		for {
+			wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			n, err := conn.WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				return got
+			}
+			got = append(got, n.Payload)
+		}
+	}
+
+	mustCreate(t, st, store.CreateParams{Queue: "a", Kind: "k"}, store.CreateParams{Queue: "a", Kind: "k"},
+		store.CreateParams{Queue: "b", Kind: "k", IdempotencyKey: "once"},
+		store.CreateParams{Queue: "later", Kind: "k", Delay: time.Hour})
+	if got := heard(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("CreateTasks woke %q, want one wake-up each for a and b", got)
+	}
+	mustCreate(t, st, store.CreateParams{Queue: "b", Kind: "k", IdempotencyKey: "once"})
+	if got := heard(); len(got) != 0 {
+		t.Errorf("an idempotent repeat woke %q", got)
+	}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := st.CreateTasksTx(ctx, tx, []store.CreateParams{{Queue: "tx", Kind: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := heard(); len(got) != 0 {
+		t.Errorf("CreateTasksTx woke %q before the caller committed", got)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := heard(); !slices.Equal(got, []string{"tx"}) {
+		t.Errorf("CreateTasksTx's commit woke %q, want tx", got)
 	}
 }

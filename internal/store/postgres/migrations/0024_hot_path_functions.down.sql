@@ -1,3 +1,11 @@
+CREATE OR REPLACE FUNCTION rota.tasks_notify_insert() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('rota_tasks', q.queue)
+    FROM (SELECT DISTINCT queue FROM new_rows WHERE status = 'PENDING' AND scheduled_for <= now()) AS q;
+    RETURN NULL;
+END
+$$;
 DROP FUNCTION IF EXISTS rota.record_outcomes(uuid[], uuid[], text[], text[], bigint[], jsonb[]);
 DROP FUNCTION IF EXISTS rota.claim_tasks_pending(text, integer, text, interval, smallint, timestamptz, uuid);
 DROP FUNCTION IF EXISTS rota.claim_tasks_enqueued(text, integer, text, interval, smallint, timestamptz, uuid);

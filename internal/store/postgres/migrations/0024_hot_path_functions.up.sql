@@ -21,7 +21,27 @@
 --    tasks_claim_pending / tasks_claim_enqueued match only a literal.
 --    The statements' comments are in the store's queries/claim_tasks.sql and
 --    queries/record_outcomes.sql, which call these functions.
+--
+-- 3. The insert trigger's NOTIFY is skipped when the inserting client sends the wake-up
+--    itself after its commit (rota.notify_after_commit, set for its transaction by
+--    create_tasks.sql). A transaction that notifies holds PostgreSQL's one notify lock
+--    (on the database) through its commit, WAL flush included, so every create committed
+--    one after another: measured, 16 concurrent single creates made 380 tasks/s on stock
+--    settings, and 1,700-1,900 without the notification. The store's own wake-up is a
+--    transaction of its own that commits without waiting for a flush (notify_tasks.sql).
 ALTER TABLE rota.task_attempts DROP CONSTRAINT IF EXISTS task_attempts_task_id_fkey;
+
+CREATE OR REPLACE FUNCTION rota.tasks_notify_insert() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('rota.notify_after_commit', true) = 'on' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM pg_notify('rota_tasks', q.queue)
+    FROM (SELECT DISTINCT queue FROM new_rows WHERE status = 'PENDING' AND scheduled_for <= now()) AS q;
+    RETURN NULL;
+END
+$$;
 
 DO $create$
 DECLARE

@@ -18,6 +18,13 @@
 -- "inserted" tells a new row from an existing one: a row this statement inserted has no
 -- xmax, while the conflict path updates (and so marks) the existing row. River's bulk
 -- insert relies on the same property.
+--
+-- $13: the caller wakes the workers itself once this statement has committed
+-- (CreateTasks, on its own: notifyCreated). The insert trigger's NOTIFY is then skipped
+-- (rota.notify_after_commit, migration 0024): a transaction that notifies holds
+-- PostgreSQL's one notify lock through its commit's WAL flush, so concurrent inserts
+-- committed one at a time. Inside a caller's transaction (CreateTasksTx) it is false and
+-- the trigger notifies at the caller's commit.
 WITH input AS (
     SELECT *
     FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::int[],
@@ -32,6 +39,7 @@ SELECT id, queue, kind, payload, priority, coalesce(scheduled_for, now() + delay
        max_attempts, nullif(idempotency_key, ''), timeout_seconds, trace_context,
        nullif(group_key, '')
 FROM input
+WHERE NOT $13::boolean OR set_config('rota.notify_after_commit', 'on', true) = 'on'
 ON CONFLICT (idempotency_key)
     WHERE idempotency_key IS NOT NULL AND status NOT IN ('DEAD', 'FAILED', 'CANCELED')
     DO UPDATE SET idempotency_key = excluded.idempotency_key
