@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -311,8 +313,9 @@ func nullText(s string) pgtype.Text {
 	return pgtype.Text{String: s, Valid: s != ""}
 }
 
-// maxDeadlockRetries bounds retryDeadlock.
-const maxDeadlockRetries = 3
+// maxDeadlockRetries bounds retryDeadlock: n step tasks of one flow failing at once can
+// deadlock n-1 times in a row, each time aborting one of the statements still waiting.
+const maxDeadlockRetries = 10
 
 // retryDeadlock runs one statement (fn) again when PostgreSQL aborted it to break a
 // deadlock (SQLSTATE 40P01): the statement wrote nothing, and the transaction it waited
@@ -326,5 +329,7 @@ func retryDeadlock(fn func() error) error {
 		if attempt == maxDeadlockRetries || !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
 			return err
 		}
+		// A short, random pause: the statements aborted together do not meet again.
+		time.Sleep(time.Duration(rand.Int64N(int64(5 * time.Millisecond * time.Duration(attempt)))))
 	}
 }
