@@ -6,7 +6,10 @@ import (
 	"time"
 )
 
-// blockStats are a pressure drain's blocks per task over its first and last 10%.
+// blockStats are a pressure drain's blocks per task over a window of 10% of its tasks
+// near its start (from 1% to 11% of the handlers started) and one near its end (89% to
+// 99%). Every edge is taken while the worker is busy, so the statistics' flush delay
+// (below) shifts all four alike.
 type blockStats struct {
 	// Claim*: the claim statement's shared blocks (hit + read, of every relation it
 	// touches: indexes and heap) per task it claimed, from pg_stat_statements (0 when
@@ -15,8 +18,8 @@ type blockStats struct {
 	ClaimLast  float64 `json:"claim_blocks_per_task_last,omitempty"`
 	// Index*: index blocks (idx_blks_hit + idx_blks_read of pg_statio_user_indexes) of
 	// the job tables' indexes per task started, every statement included (claims,
-	// outcomes). Approximate at the window's edges: backends flush their counters to the
-	// statistics about once a second.
+	// outcomes). Approximate: busy backends flush their counters to the statistics about
+	// once a second, so a window should last several seconds (a 1M-job drain's do).
 	IndexFirst float64 `json:"index_blocks_per_task_first"`
 	IndexLast  float64 `json:"index_blocks_per_task_last"`
 	// Indexes: the same per index, [first, last].
@@ -30,8 +33,7 @@ type blockSnap struct {
 	index                map[string]int64
 }
 
-// blockSampler takes snapshots at the drain's start (0), when 10% (1) and 90% (2) of
-// its handlers have started, and at its end (3).
+// blockSampler takes snapshot i when blockEdges[i] of the drain's handlers have started.
 type blockSampler struct {
 	db      *database
 	s       system
@@ -41,15 +43,17 @@ type blockSampler struct {
 	snaps   [4]*blockSnap
 }
 
+var blockEdges = [4]float64{0.01, 0.11, 0.89, 0.99}
+
 func newBlockSampler(db *database, s system, pgss bool, n int, started func() int64) *blockSampler {
 	return &blockSampler{db: db, s: s, pgss: pgss, n: int64(n), started: started}
 }
 
-// run takes snapshots 1 and 2 when the drain reaches them, until stop is closed.
+// run takes the snapshots as the drain reaches their edges, until stop is closed.
 func (b *blockSampler) run(ctx context.Context, stop <-chan struct{}) {
-	tick := time.NewTicker(5 * time.Millisecond)
+	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
-	for b.snaps[2] == nil {
+	for i := 0; i < len(b.snaps); {
 		select {
 		case <-stop:
 			return
@@ -57,12 +61,11 @@ func (b *blockSampler) run(ctx context.Context, stop <-chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		started := b.started()
-		if b.snaps[1] == nil && started >= b.n/10 {
-			_ = b.take(ctx, 1)
-		}
-		if b.snaps[1] != nil && started >= b.n*9/10 {
-			_ = b.take(ctx, 2)
+		if float64(b.started()) >= blockEdges[i]*float64(b.n) {
+			if b.take(ctx, i) != nil {
+				return
+			}
+			i++
 		}
 	}
 }
@@ -100,9 +103,9 @@ func (b *blockSampler) take(ctx context.Context, i int) error {
 	return nil
 }
 
-// stats divides the counters' growth over the first window (0 to 1) and the last (2 to
-// 3) by the tasks in it. A window whose snapshots are missing (a drain too short to
-// sample) reads 0.
+// stats divides the counters' growth over the first window (snapshots 0 to 1) and the
+// last (2 to 3) by the tasks in it. A window whose snapshots are missing (a drain too
+// short to sample) reads 0.
 func (b *blockSampler) stats() *blockStats {
 	st := &blockStats{Indexes: map[string][2]float64{}}
 	window := func(from, to *blockSnap) (claim, index float64, perIndex map[string]float64) {
@@ -124,7 +127,10 @@ func (b *blockSampler) stats() *blockStats {
 	var first, last map[string]float64
 	st.ClaimFirst, st.IndexFirst, first = window(b.snaps[0], b.snaps[1])
 	st.ClaimLast, st.IndexLast, last = window(b.snaps[2], b.snaps[3])
-	for name := range b.snaps[3].index {
+	for name := range first {
+		st.Indexes[name] = [2]float64{first[name], last[name]}
+	}
+	for name := range last {
 		st.Indexes[name] = [2]float64{first[name], last[name]}
 	}
 	return st

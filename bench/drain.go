@@ -18,7 +18,7 @@ const progressEvery = 5 * time.Second
 type drainOpts struct {
 	// mode: "" or modePlain (nothing added), modeHeldXact, modeAutovacuumOff.
 	mode string
-	// blocks: sample the claim's and the indexes' block counts at 0, 10%, 90% and 100%.
+	// blocks: sample the claim's and the indexes' block counts (blockSampler).
 	blocks bool
 	pgss   bool
 }
@@ -77,9 +77,6 @@ func (r *runner) drain(ctx context.Context, s system, n int, do drainOpts) (Resu
 	var sampler *blockSampler
 	if do.blocks {
 		sampler = newBlockSampler(db, s, do.pgss, n, started.Load)
-		if err := sampler.take(ctx, 0); err != nil {
-			return res, err
-		}
 	}
 	deadline := time.Now().Add(max(2*time.Minute, time.Duration(n)*5*time.Millisecond))
 	t0, cpu0 := time.Now(), r.cpu.sample()
@@ -120,9 +117,6 @@ func (r *runner) drain(ctx context.Context, s system, n int, do drainOpts) (Resu
 		return res, err
 	}
 	if sampler != nil {
-		if err := sampler.take(ctx, 3); err != nil {
-			return res, err
-		}
 		res.Blocks = sampler.stats()
 	}
 	res.Seconds = elapsed.Seconds()
