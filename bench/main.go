@@ -300,6 +300,7 @@ type Result struct {
 	ClientCPUus float64 `json:"client_cpu_us_per_task,omitempty"`
 	ServerCPUus float64 `json:"server_cpu_us_per_task,omitempty"`
 	// steady: pickup = handler start - insert commit; E2E = success commit - insert commit.
+	TargetRate   int     `json:"target_rate,omitempty"`
 	RateAchieved float64 `json:"rate_achieved,omitempty"`
 	P50ms        float64 `json:"p50_ms,omitempty"`
 	P95ms        float64 `json:"p95_ms,omitempty"`

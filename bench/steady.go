@@ -28,7 +28,7 @@ import (
 func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 	rate, duration := r.o.Rate, r.o.Duration
 	n := max(1, int(float64(rate)*duration.Seconds()))
-	res := Result{System: s.Name(), Workload: workloadSteady, Jobs: n}
+	res := Result{System: s.Name(), Workload: workloadSteady, Jobs: n, TargetRate: rate}
 	if err := r.steadyHistory(ctx, s); err != nil {
 		return res, err
 	}
