@@ -55,8 +55,8 @@ type metric struct {
 
 func tasksPerSec(r Result) float64 { return r.TasksPerSec }
 
-// metrics compare each Rota variant with each River variant.
-var metrics = []metric{
+// comparedMetrics compare each Rota variant with each River variant.
+var comparedMetrics = []metric{
 	{"drain tasks/s", workloadDrain, tasksPerSec},
 	{"steady p50 pickup", workloadSteady, func(r Result) float64 { return r.P50ms }},
 	{"steady p99 pickup", workloadSteady, func(r Result) float64 { return r.P99ms }},
@@ -69,7 +69,7 @@ var metrics = []metric{
 // Rota insert case's tasks/s by River's InsertMany and InsertManyFast.
 func ratios(runs []Result, rivers, rotas []system) []Ratio {
 	var out []Ratio
-	for _, m := range metrics {
+	for _, m := range comparedMetrics {
 		for _, ro := range rotas {
 			for _, rv := range rivers {
 				out = appendRatio(out, runs, m, m.workload+"/"+ro.Name(), m.workload+"/"+rv.Name())

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/rotaqueue/rota"
+	"github.com/rotaqueue/rota/internal/metrics"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
@@ -389,15 +390,18 @@ func payloadSeq(payload []byte) (int, error) {
 	return p.Seq, err
 }
 
-// succeededObserver reports each SUCCEEDED outcome: the worker calls OutcomeRecorded
-// after the RecordOutcomes statement that wrote it has returned, i.e. committed.
+// succeededObserver passes every event on to the worker's Prometheus metrics (as `rota
+// worker` has them) and reports each SUCCEEDED outcome to fn: the worker calls
+// OutcomeRecorded after the RecordOutcomes statement that wrote it has returned, i.e.
+// committed.
 type succeededObserver struct {
-	runtime.NopObserver
+	runtime.Observer
 	fn func(seq int)
 }
 
 func (o succeededObserver) OutcomeRecorded(t *store.Task, status store.Status) {
-	if status != store.StatusSucceeded {
+	o.Observer.OutcomeRecorded(t, status)
+	if o.fn == nil || status != store.StatusSucceeded {
 		return
 	}
 	if seq, err := payloadSeq(t.Payload); err == nil {
@@ -420,9 +424,9 @@ func (s *rotaSystem) Start(ctx context.Context, h hooks) (func() error, error) {
 	cfg := s.v.cfg // the variant's tuning; every zero field is the runtime's default
 	cfg.Mux = mux
 	cfg.Logger = discardLogger()
-	if h.succeeded != nil {
-		cfg.Observer = succeededObserver{fn: h.succeeded}
-	}
+	// `rota worker` always counts its events in Prometheus metrics (cmd/rota/worker.go:
+	// Observer: metrics.New(reg)); so does this worker, on a registry of its own.
+	cfg.Observer = succeededObserver{Observer: metrics.New(metrics.NewRegistry()), fn: h.succeeded}
 	w, err := s.client.NewWorker(cfg)
 	if err != nil {
 		return nil, err
