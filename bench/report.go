@@ -41,7 +41,7 @@ func (r Result) line() string {
 		return fmt.Sprintf("pair %d  insert   %-28s %8d jobs  %7.2fs  %9.0f tasks/s%s", r.Pair, r.label(), r.Jobs, r.Seconds, r.TasksPerSec, load)
 	}
 	if r.RateAchieved < 0.95*float64(r.TargetRate) {
-		load += fmt.Sprintf("  (below the %d/s asked: more --producers, or the machine is the limit)", r.TargetRate)
+		load += fmt.Sprintf("  (below the %d/s asked: the inserts could not go faster; more --producers, unless the inserts themselves are the limit)", r.TargetRate)
 	}
 	return fmt.Sprintf("pair %d  steady   %-28s %8d jobs  %5.0f/s  pickup p50 %6.2fms p95 %6.2fms p99 %6.2fms max %7.2fms  e2e p50 %6.2fms p95 %6.2fms p99 %6.2fms max %7.2fms%s",
 		r.Pair, r.label(), r.Jobs, r.RateAchieved, r.P50ms, r.P95ms, r.P99ms, r.MaxMs, r.E2EP50ms, r.E2EP95ms, r.E2EP99ms, r.E2EMaxMs, load)
