@@ -16,6 +16,10 @@ type blockStats struct {
 	// unavailable). Exact: pg_stat_statements counts at the end of each statement.
 	ClaimFirst float64 `json:"claim_blocks_per_task_first,omitempty"`
 	ClaimLast  float64 `json:"claim_blocks_per_task_last,omitempty"`
+	// ClaimStatements is how many pg_stat_statements entries matching the claim's
+	// pattern (ClaimQuery) ran during the windows: 1 per claim statement the system ran;
+	// more says the pattern caught something else.
+	ClaimStatements int `json:"claim_statements,omitempty"`
 	// Index*: index blocks (idx_blks_hit + idx_blks_read of pg_statio_user_indexes) of
 	// the job tables' indexes per task started, every statement included (claims,
 	// outcomes). Approximate: busy backends flush their counters to the statistics about
@@ -28,8 +32,9 @@ type blockStats struct {
 
 // blockSnap is the counters at one moment of a drain.
 type blockSnap struct {
-	started              int64 // handlers started by then
-	claimBlocks, claimed int64 // pg_stat_statements: the claim's blocks and rows
+	started              int64           // handlers started by then
+	claimBlocks, claimed int64           // pg_stat_statements: the claim's blocks and rows
+	claimCalls           map[int64]int64 // calls by queryid of the entries matched
 	index                map[string]int64
 }
 
@@ -73,12 +78,8 @@ func (b *blockSampler) run(ctx context.Context, stop <-chan struct{}) {
 func (b *blockSampler) take(ctx context.Context, i int) error {
 	snap := &blockSnap{started: b.started(), index: map[string]int64{}}
 	if b.pgss {
-		err := b.db.mon.QueryRow(ctx, `
-			SELECT coalesce(sum(s.shared_blks_hit + s.shared_blks_read), 0)::bigint, coalesce(sum(s.rows), 0)::bigint
-			FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-			WHERE d.datname = current_database() AND s.query ~ $1`, b.s.ClaimQuery()).Scan(&snap.claimBlocks, &snap.claimed)
-		if err != nil {
-			return fmt.Errorf("pg_stat_statements: %w", err)
+		if err := b.takeClaim(ctx, snap); err != nil {
+			return err
 		}
 	}
 	rows, err := b.db.mon.Query(ctx, `
@@ -103,6 +104,30 @@ func (b *blockSampler) take(ctx context.Context, i int) error {
 	return nil
 }
 
+// takeClaim reads the claim statement's counters: every pg_stat_statements entry of this
+// database whose text matches the system's ClaimQuery.
+func (b *blockSampler) takeClaim(ctx context.Context, snap *blockSnap) error {
+	rows, err := b.db.mon.Query(ctx, `
+		SELECT s.queryid, s.calls, (s.shared_blks_hit + s.shared_blks_read)::bigint, s.rows
+		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+		WHERE d.datname = current_database() AND s.query ~ $1`, b.s.ClaimQuery())
+	if err != nil {
+		return fmt.Errorf("pg_stat_statements: %w", err)
+	}
+	defer rows.Close()
+	snap.claimCalls = map[int64]int64{}
+	for rows.Next() {
+		var id, calls, blocks, n int64
+		if err := rows.Scan(&id, &calls, &blocks, &n); err != nil {
+			return err
+		}
+		snap.claimCalls[id] = calls
+		snap.claimBlocks += blocks
+		snap.claimed += n
+	}
+	return rows.Err()
+}
+
 // stats divides the counters' growth over the first window (snapshots 0 to 1) and the
 // last (2 to 3) by the tasks in it. A window whose snapshots are missing (a drain too
 // short to sample) reads 0.
@@ -123,6 +148,13 @@ func (b *blockSampler) stats() *blockStats {
 			perIndex[name] = float64(v-from.index[name]) / tasks
 		}
 		return claim, float64(total) / tasks, perIndex
+	}
+	if b.snaps[0] != nil && b.snaps[3] != nil {
+		for id, calls := range b.snaps[3].claimCalls {
+			if calls > b.snaps[0].claimCalls[id] {
+				st.ClaimStatements++
+			}
+		}
 	}
 	var first, last map[string]float64
 	st.ClaimFirst, st.IndexFirst, first = window(b.snaps[0], b.snaps[1])

@@ -33,7 +33,7 @@ func (r Result) line() string {
 		if b := r.Blocks; b != nil {
 			blocks = fmt.Sprintf("  index blocks/task first %.1f last %.1f", b.IndexFirst, b.IndexLast)
 			if b.ClaimFirst > 0 || b.ClaimLast > 0 {
-				blocks += fmt.Sprintf("  claim blocks/task first %.1f last %.1f", b.ClaimFirst, b.ClaimLast)
+				blocks += fmt.Sprintf("  claim blocks/task first %.1f last %.1f (%d statements)", b.ClaimFirst, b.ClaimLast, b.ClaimStatements)
 			}
 		}
 		return fmt.Sprintf("pair %d  %-8s %-28s %8d jobs  %7.2fs  %9.0f tasks/s%s%s%s", r.Pair, r.Workload, r.label(), r.Jobs, r.Seconds, r.TasksPerSec, cpu, blocks, load)

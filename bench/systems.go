@@ -345,11 +345,13 @@ func (s *rotaSystem) Settings() string {
 		cmp.Or(c.CommitInterval, runtime.DefaultCommitInterval), s.v.conns)
 }
 
-// rotaClaimQuery matches Rota's poll-mode claim: the statement of
-// internal/store/postgres/queries/claim_tasks.sql (its UPDATE sets status 'PROCESSING'),
-// or a claim made a SQL function rota.claim_* (pg_stat_statements counts the blocks of a
-// function's statements in the calling statement).
-const rotaClaimQuery = `status = 'PROCESSING'|rota\.claim`
+// rotaClaimQuery matches Rota's poll-mode claim in pg_stat_statements' normalized text
+// (constants become $n): the statement of internal/store/postgres/queries/claim_tasks.sql,
+// whose UPDATE sets the status and then the worker (RecordOutcomes and the rest only test
+// status = 'PROCESSING', which an earlier pattern caught too), or a claim called as a SQL
+// function rota.claim_* (pg_stat_statements counts the blocks of a function's statements
+// in the calling statement).
+const rotaClaimQuery = `SET status = (\$[0-9]+|'PROCESSING'),\s+worker_id|FROM rota\.claim_`
 
 func (s *rotaSystem) Reset(ctx context.Context) error {
 	if _, err := s.db.mon.Exec(ctx, `TRUNCATE rota.tasks CASCADE`); err != nil {
