@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -293,5 +295,38 @@ func TestSmoke(t *testing.T) {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, table.String())
 		}
+	}
+}
+
+// TestRotaClaimQuery: the pressure workload's claim pattern matches Rota's claim
+// statements, in their text and in pg_stat_statements' normalized form (constants become
+// $n), and no other statement of the store (RecordOutcomes tests status = 'PROCESSING'
+// too, which an earlier pattern caught).
+func TestRotaClaimQuery(t *testing.T) {
+	re := regexp.MustCompile(rotaClaimQuery) // the same syntax in Go and PostgreSQL here
+	files, err := filepath.Glob("../internal/store/postgres/queries/*.sql")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no queries found: %v", err)
+	}
+	var matched []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(b), "{{status}}", "'PENDING'")
+		normalized := regexp.MustCompile(`'[A-Z]+'`).ReplaceAllString(text, "$$18")
+		if re.MatchString(text) != re.MatchString(normalized) {
+			t.Errorf("%s: matches its text %t, its normalized text %t", f, re.MatchString(text), re.MatchString(normalized))
+		}
+		if re.MatchString(text) {
+			matched = append(matched, filepath.Base(f))
+		}
+	}
+	if want := []string{"claim_tasks.sql", "claim_tasks_by_id.sql"}; !slices.Equal(matched, want) {
+		t.Errorf("the claim pattern matches %v, want %v", matched, want)
+	}
+	if !re.MatchString(`SELECT * FROM rota.claim_limited_pending($1, $2, $3, $4, $5)`) {
+		t.Error("the claim pattern misses a claim called as a SQL function")
 	}
 }
