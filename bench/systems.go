@@ -349,7 +349,7 @@ func (s *rotaSystem) Settings() string {
 // (constants become $n): the statement of internal/store/postgres/queries/claim_tasks.sql,
 // whose UPDATE sets the status and then the worker (RecordOutcomes and the rest only test
 // status = 'PROCESSING', which an earlier pattern caught too), or a claim called as a SQL
-// function rota.claim_* (pg_stat_statements counts the blocks of a function's statements
+// function rota.claim* (pg_stat_statements counts the blocks of a function's statements
 // in the calling statement).
 const rotaClaimQuery = `SET status = (\$[0-9]+|'PROCESSING'),\s+worker_id|FROM rota\.claim_`
 
