@@ -351,7 +351,7 @@ func (s *rotaSystem) Settings() string {
 // status = 'PROCESSING', which an earlier pattern caught too), or a claim called as a SQL
 // function rota.claim* (pg_stat_statements counts the blocks of a function's statements
 // in the calling statement).
-const rotaClaimQuery = `SET status = (\$[0-9]+|'PROCESSING'),\s+worker_id|FROM rota\.claim_`
+const rotaClaimQuery = `SET status = (\$[0-9]+|'PROCESSING'),\s+worker_id|FROM rota\.claim`
 
 func (s *rotaSystem) Reset(ctx context.Context) error {
 	if _, err := s.db.mon.Exec(ctx, `TRUNCATE rota.tasks CASCADE`); err != nil {
