@@ -59,7 +59,7 @@ func TestParseOptionsFlags(t *testing.T) {
 		"--drain", "1000000", "--rate", "2500", "--producers", "4", "--steady-history", "0",
 		"--river", "default,tuned,best", "--rota", "best", "--workloads", "pressure,insert",
 		"--pressure-drain", "300000", "--pressure-on", "rota-best,river-best",
-		"--insert-total", "5000", "--insert-batch", "500",
+		"--insert-total", "5000", "--insert-batch", "500", "--insert-single-duration", "2s",
 		"--rota-best-concurrency", "500", "--rota-best-fetch-batch", "200", "--rota-best-fetch-loops", "2",
 		"--rota-best-poll-interval", "50ms", "--rota-best-commit-batch", "300", "--rota-best-commit-interval", "1ms",
 		"--rota-best-conns", "12",
@@ -68,7 +68,7 @@ func TestParseOptionsFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.Drain != 1_000_000 || o.Rate != 2500 || o.Producers != 4 || o.SteadyHistory != 0 || o.PressureDrain != 300_000 ||
-		o.InsertTotal != 5000 || o.InsertBatch != 500 {
+		o.InsertTotal != 5000 || o.InsertBatch != 500 || o.InsertSingleDuration != 2*time.Second {
 		t.Errorf("numbers: %+v", o)
 	}
 	if !slices.Equal(o.River, []string{"default", "tuned", "best"}) || !slices.Equal(o.PressureOn, []string{"rota-best", "river-best"}) {
@@ -103,6 +103,7 @@ func TestParseOptionsRejects(t *testing.T) {
 		{[]string{"--insert-batch", "1001"}, "--insert-batch"},
 		{[]string{"--rota-best-concurrency", "-1"}, "--rota-best"},
 		{[]string{"--steady-history", "-1"}, "--steady-history"},
+		{[]string{"--insert-single-duration", "-1s"}, "--insert-single-duration"},
 		{[]string{"--plan-cache-mode", "sometimes"}, "--plan-cache-mode"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
@@ -166,6 +167,8 @@ func TestRatios(t *testing.T) {
 			Result{Pair: pair, System: "rota", Workload: workloadInsert, Case: caseRotaEnqueueMany, TasksPerSec: 100_000},
 			Result{Pair: pair, System: "rota", Workload: workloadInsert, Case: caseRotaEnqueueTx, TasksPerSec: 100_000},
 			Result{Pair: pair, System: "rota", Workload: workloadInsert, Case: caseRotaHTTPBatch, TasksPerSec: 25_000},
+			Result{Pair: pair, System: "river", Workload: workloadInsert, Case: caseRiverInsertSingle, TasksPerSec: 2_000},
+			Result{Pair: pair, System: "rota", Workload: workloadInsert, Case: caseRotaEnqueueSingle, TasksPerSec: 400},
 		)
 	}
 	got := map[string]float64{}
@@ -192,9 +195,10 @@ func TestRatios(t *testing.T) {
 			t.Errorf("%s = %v (present %t), want %v", key, g, ok, want)
 		}
 	}
-	// 5 drain/steady metrics x 2 Rota x 2 River, 2 pressure modes, 3 Rota cases x 2 River cases.
-	if len(got) != 20+2+6 {
-		t.Errorf("%d ratio rows, want 28: %v", len(got), got)
+	// 5 drain/steady metrics x 2 Rota x 2 River, 2 pressure modes, 3 Rota cases x 2 River
+	// cases, single inserts.
+	if len(got) != 20+2+6+1 {
+		t.Errorf("%d ratio rows, want 29: %v", len(got), got)
 	}
 }
 
@@ -235,7 +239,7 @@ func TestSmoke(t *testing.T) {
 		"--pairs", "1", "--drain", "200", "--rate", "100", "--duration", "1s", "--producers", "2", "--steady-history", "100",
 		"--max-conns", "8", "--river", "default,tuned,best", "--rota", "default,best", "--rota-best-concurrency", "200",
 		"--workloads", "drain,steady,pressure,insert", "--pressure-drain", "500", "--pressure-on", "rota",
-		"--insert-total", "300", "--insert-batch", "100",
+		"--insert-total", "300", "--insert-batch", "100", "--insert-single-duration", "500ms",
 	}, func(string) string { return url })
 	if err != nil {
 		t.Fatal(err)
@@ -264,17 +268,18 @@ func TestSmoke(t *testing.T) {
 				t.Errorf("pressure: %+v", r)
 			}
 		case workloadInsert:
-			if r.Jobs != 300 || r.TasksPerSec <= 0 || r.Case == "" {
+			single := r.Case == caseRiverInsertSingle || r.Case == caseRotaEnqueueSingle
+			if (r.Jobs != 300 && !single) || r.Jobs <= 0 || r.TasksPerSec <= 0 || r.Case == "" {
 				t.Errorf("insert: %+v", r)
 			}
 		}
 	}
-	// 5 systems x drain and steady, 3 pressure modes on rota, 6 insert cases.
-	if count[workloadDrain] != 5 || count[workloadSteady] != 5 || count[workloadPressure] != 3 || count[workloadInsert] != 6 {
+	// 5 systems x drain and steady, 3 pressure modes on rota, 8 insert cases.
+	if count[workloadDrain] != 5 || count[workloadSteady] != 5 || count[workloadPressure] != 3 || count[workloadInsert] != 8 {
 		t.Errorf("runs per workload %v", count)
 	}
-	// 5 metrics x 2 Rota x 3 River, 2 pressure modes, 3 x 2 insert cases.
-	if got, want := len(rep.Ratios), 30+2+6; got != want {
+	// 5 metrics x 2 Rota x 3 River, 2 pressure modes, 3 x 2 insert cases, single inserts.
+	if got, want := len(rep.Ratios), 30+2+6+1; got != want {
 		t.Errorf("got %d ratio rows, want %d", got, want)
 	}
 	// The test's server runs on this machine, so its CPU is found and read.
@@ -291,7 +296,7 @@ func TestSmoke(t *testing.T) {
 	var table bytes.Buffer
 	rep.print(&table)
 	for _, want := range []string{"drain tasks/s", "steady p99 e2e", "river-default", "river-tuned", "river-best", "rota-best",
-		"pressure tasks/s", "rota held-xact", "rota autovacuum-off", "rota HTTP batch", "river InsertManyFast"} {
+		"pressure tasks/s", "rota held-xact", "rota autovacuum-off", "rota HTTP batch", "river InsertManyFast", "rota Enqueue, one per call"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, table.String())
 		}

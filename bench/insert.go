@@ -9,11 +9,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/rotaqueue/rota"
 	"github.com/rotaqueue/rota/internal/api"
@@ -28,13 +30,17 @@ const (
 	caseRotaEnqueueMany     = "EnqueueMany"
 	caseRotaEnqueueTx       = "EnqueueTx"
 	caseRotaHTTPBatch       = "HTTP batch"
+	// One job per call, --producers goroutines at once, for --insert-single-duration.
+	caseRiverInsertSingle = "Insert, one per call"
+	caseRotaEnqueueSingle = "Enqueue, one per call"
 )
 
-// insertCase inserts one batch of size jobs.
+// insertCase inserts one batch of size jobs, or (single) one job.
 type insertCase struct {
 	system, name string
 	db           *database
 	batch        func(ctx context.Context, size int) error
+	single       func(ctx context.Context) error
 }
 
 // insert runs the insert workload: every case inserts --insert-total no-op jobs in
@@ -56,19 +62,47 @@ func (r *runner) insert(ctx context.Context, pair int, riverDB, rotaDB *database
 			return err
 		}
 		t0 := time.Now()
-		for done := 0; done < total; done += size {
-			if err := c.batch(ctx, min(size, total-done)); err != nil {
+		n := total
+		if c.single != nil {
+			if n, err = r.insertSingles(ctx, c); err != nil {
 				return fmt.Errorf("%s %s: %w", c.system, c.name, err)
+			}
+		} else {
+			for done := 0; done < total; done += size {
+				if err := c.batch(ctx, min(size, total-done)); err != nil {
+					return fmt.Errorf("%s %s: %w", c.system, c.name, err)
+				}
 			}
 		}
 		elapsed := time.Since(t0)
-		if err := checkInserted(ctx, c, total); err != nil {
+		if err := checkInserted(ctx, c, n); err != nil {
 			return err
 		}
-		emit(Result{System: c.system, Workload: workloadInsert, Case: c.name, Jobs: total,
-			Seconds: elapsed.Seconds(), TasksPerSec: float64(total) / elapsed.Seconds()})
+		emit(Result{System: c.system, Workload: workloadInsert, Case: c.name, Jobs: n,
+			Seconds: elapsed.Seconds(), TasksPerSec: float64(n) / elapsed.Seconds()})
 	}
 	return nil
+}
+
+// insertSingles runs c.single from --producers goroutines for --insert-single-duration
+// and returns how many jobs they inserted.
+func (r *runner) insertSingles(ctx context.Context, c insertCase) (int, error) {
+	var n atomic.Int64
+	end := time.Now().Add(r.o.InsertSingleDuration)
+	g, gctx := errgroup.WithContext(ctx)
+	for range r.o.Producers {
+		g.Go(func() error {
+			for time.Now().Before(end) {
+				if err := c.single(gctx); err != nil {
+					return err
+				}
+				n.Add(1)
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	return int(n.Load()), err
 }
 
 func checkInserted(ctx context.Context, c insertCase, want int) error {
@@ -124,31 +158,31 @@ func (r *runner) insertCases(ctx context.Context, riverDB, rotaDB *database) ([]
 	httpClient := hs.Client()
 
 	cases := []insertCase{
-		{"river", caseRiverInsertMany, riverDB, func(ctx context.Context, n int) error {
+		{system: "river", name: caseRiverInsertMany, db: riverDB, batch: func(ctx context.Context, n int) error {
 			_, err := rc.InsertMany(ctx, riverParams[:n])
 			return err
 		}},
-		{"rota", caseRotaEnqueueMany, rotaDB, func(ctx context.Context, n int) error {
+		{system: "rota", name: caseRotaEnqueueMany, db: rotaDB, batch: func(ctx context.Context, n int) error {
 			_, err := rotaClient.EnqueueMany(ctx, rotaParams[:n])
 			return err
 		}},
-		{"river", caseRiverInsertManyFast, riverDB, func(ctx context.Context, n int) error {
+		{system: "river", name: caseRiverInsertManyFast, db: riverDB, batch: func(ctx context.Context, n int) error {
 			_, err := rc.InsertManyFast(ctx, riverParams[:n])
 			return err
 		}},
-		{"rota", caseRotaEnqueueTx, rotaDB, func(ctx context.Context, n int) error {
+		{system: "rota", name: caseRotaEnqueueTx, db: rotaDB, batch: func(ctx context.Context, n int) error {
 			return pgx.BeginFunc(ctx, rotaDB.mon, func(tx pgx.Tx) error {
 				_, err := rotaClient.EnqueueTx(ctx, tx, rotaParams[:n]...)
 				return err
 			})
 		}},
-		{"river", caseRiverInsertManyTx, riverDB, func(ctx context.Context, n int) error {
+		{system: "river", name: caseRiverInsertManyTx, db: riverDB, batch: func(ctx context.Context, n int) error {
 			return pgx.BeginFunc(ctx, riverDB.mon, func(tx pgx.Tx) error {
 				_, err := rc.InsertManyTx(ctx, tx, riverParams[:n])
 				return err
 			})
 		}},
-		{"rota", caseRotaHTTPBatch, rotaDB, func(ctx context.Context, n int) error {
+		{system: "rota", name: caseRotaHTTPBatch, db: rotaDB, batch: func(ctx context.Context, n int) error {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL+"/api/tasks/batch", bytes.NewReader(body(n)))
 			if err != nil {
 				return err
@@ -166,5 +200,44 @@ func (r *runner) insertCases(ctx context.Context, riverDB, rotaDB *database) ([]
 			return nil
 		}},
 	}
+	if r.o.InsertSingleDuration > 0 {
+		singles, err := r.singleInsertCases(ctx, riverDB, rotaDB)
+		if err != nil {
+			hs.Close()
+			srv.Close()
+			return nil, nil, err
+		}
+		cases = append(cases, singles...)
+	}
 	return cases, func() { hs.Close(); srv.Close(); apiStore.Close(); rotaClient.Close() }, nil
+}
+
+// singleInsertCases insert one job per call, each its own transaction, as the steady
+// workload's producers do, on pools of --producers connections: River Client.Insert
+// (on a client with river-best's FetchCooldown, which debounces its insert
+// notifications), Rota Client.Enqueue.
+func (r *runner) singleInsertCases(ctx context.Context, riverDB, rotaDB *database) ([]insertCase, error) {
+	riverPool, err := riverDB.newPool(ctx, r.o.Producers)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := river.NewClient(riverpgxv5.New(riverPool), &river.Config{FetchCooldown: riverVariants["best"].fetchCooldown, Logger: discardLogger()})
+	if err != nil {
+		return nil, err
+	}
+	rotaPool, err := rotaDB.newPool(ctx, r.o.Producers)
+	if err != nil {
+		return nil, err
+	}
+	rotaClient := rota.NewPostgresClient(rotaPool) // its pool closes with the database
+	return []insertCase{
+		{system: "river", name: caseRiverInsertSingle, db: riverDB, single: func(ctx context.Context) error {
+			_, err := rc.Insert(ctx, benchArgs{}, nil)
+			return err
+		}},
+		{system: "rota", name: caseRotaEnqueueSingle, db: rotaDB, single: func(ctx context.Context) error {
+			_, err := rotaClient.Enqueue(ctx, rota.EnqueueParams{Kind: "noop"})
+			return err
+		}},
+	}, nil
 }

@@ -105,6 +105,8 @@ type options struct {
 	// InsertTotal jobs per insert case, in batches of InsertBatch.
 	InsertTotal int `json:"insert_total"`
 	InsertBatch int `json:"insert_batch"`
+	// InsertSingleDuration: how long each one-job-per-call insert case runs (0 = none).
+	InsertSingleDuration time.Duration `json:"insert_single_duration"`
 	// PlanCacheMode, when set, is the plan_cache_mode of every connection of every pool.
 	PlanCacheMode string `json:"plan_cache_mode,omitempty"`
 	Warmup        bool   `json:"warmup"`
@@ -140,6 +142,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.StringVar(&pressureOn, "pressure-on", "rota", "pressure workload: the systems it runs on (rota, rota-best, river-best, ...; comma-separated)")
 	fs.IntVar(&o.InsertTotal, "insert-total", 100_000, "insert workload: jobs per case")
 	fs.IntVar(&o.InsertBatch, "insert-batch", 1_000, "insert workload: jobs per batch (at most 1000: the HTTP API's batch limit)")
+	fs.DurationVar(&o.InsertSingleDuration, "insert-single-duration", 5*time.Second, "insert workload: how long each one-job-per-call case runs, from --producers goroutines (0 = no such case)")
 	fs.StringVar(&o.PlanCacheMode, "plan-cache-mode", "", "set PostgreSQL's plan_cache_mode (auto, force_custom_plan, force_generic_plan) on every connection of every pool; empty keeps the server's setting")
 	fs.BoolVar(&o.Warmup, "warmup", true, "run an unreported small drain on every system first")
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON on stdout (progress and tables on stderr)")
@@ -204,6 +207,9 @@ func (o *options) validate() error {
 	}
 	if o.Pairs < 1 || o.Drain < 1 || o.Rate < 1 || o.Duration <= 0 || o.Producers < 1 || o.Workers < 1 || o.MaxConns < 4 || o.RotaConns < 2 {
 		errs = append(errs, errors.New("--pairs, --drain, --rate, --duration, --producers, --workers must be positive, --max-conns at least 4 and --rota-conns at least 2"))
+	}
+	if o.InsertSingleDuration < 0 {
+		errs = append(errs, errors.New("--insert-single-duration must not be negative"))
 	}
 	if o.SteadyHistory < 0 {
 		errs = append(errs, errors.New("--steady-history must not be negative"))

@@ -94,6 +94,7 @@ func ratios(runs []Result, rivers, rotas []system) []Ratio {
 			out = appendRatio(out, runs, insert, workloadInsert+"/rota "+c, workloadInsert+"/river "+rc)
 		}
 	}
+	out = appendRatio(out, runs, insert, workloadInsert+"/rota "+caseRotaEnqueueSingle, workloadInsert+"/river "+caseRiverInsertSingle)
 	return out
 }
 
@@ -234,7 +235,7 @@ func (rep *Report) print(w io.Writer) {
 	if has(workloadInsert) {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "insert (batches of %d)\ttasks/s\t\n", rep.Opts.InsertBatch)
+		fmt.Fprintf(tw, "insert (batches of %d; one per call from %d goroutines)\ttasks/s\t\n", rep.Opts.InsertBatch, rep.Opts.Producers)
 		for _, l := range labels {
 			if v := collect(l, workloadInsert, tasksPerSec); len(v) > 0 {
 				fmt.Fprintf(tw, "%s\t%s\t\n", l, cell(v, "%.0f"))
