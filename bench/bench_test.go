@@ -206,10 +206,11 @@ func TestBlockStats(t *testing.T) {
 	snap := func(started, claimBlocks, claimed, idx int64) *blockSnap {
 		return &blockSnap{started: started, claimBlocks: claimBlocks, claimed: claimed, index: map[string]int64{"rota.tasks_claim_pending": idx}}
 	}
-	b := &blockSampler{}
+	b := &blockSampler{s: &rotaSystem{}}
 	b.snaps = [4]*blockSnap{snap(10, 100, 10, 1000), snap(110, 1100, 110, 1500), snap(890, 9000, 890, 5000), snap(990, 11000, 990, 6000)}
 	st := b.stats()
-	if st.ClaimFirst != 10 || st.ClaimLast != 20 || st.IndexFirst != 5 || st.IndexLast != 10 || st.Indexes["rota.tasks_claim_pending"] != [2]float64{5, 10} {
+	if st.ClaimFirst != 10 || st.ClaimLast != 20 || st.IndexFirst != 5 || st.IndexLast != 10 || st.Indexes["rota.tasks_claim_pending"] != [2]float64{5, 10} ||
+		st.ClaimIndex != "rota.tasks_claim_pending" || st.ClaimIndexFirst != 5 || st.ClaimIndexLast != 10 {
 		t.Errorf("stats %+v", st)
 	}
 	// A drain too short for the last window reads 0 there.

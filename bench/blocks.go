@@ -26,6 +26,10 @@ type blockStats struct {
 	// once a second, so a window should last several seconds (a 1M-job drain's do).
 	IndexFirst float64 `json:"index_blocks_per_task_first"`
 	IndexLast  float64 `json:"index_blocks_per_task_last"`
+	// ClaimIndex*: the same for the index the claim walks (system.ClaimIndex).
+	ClaimIndex      string  `json:"claim_index"`
+	ClaimIndexFirst float64 `json:"claim_index_blocks_per_task_first"`
+	ClaimIndexLast  float64 `json:"claim_index_blocks_per_task_last"`
 	// Indexes: the same per index, [first, last].
 	Indexes map[string][2]float64 `json:"indexes"`
 }
@@ -165,6 +169,8 @@ func (b *blockSampler) stats() *blockStats {
 	for name := range last {
 		st.Indexes[name] = [2]float64{first[name], last[name]}
 	}
+	st.ClaimIndex = b.s.ClaimIndex()
+	st.ClaimIndexFirst, st.ClaimIndexLast = first[st.ClaimIndex], last[st.ClaimIndex]
 	return st
 }
 

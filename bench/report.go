@@ -31,7 +31,7 @@ func (r Result) line() string {
 		}
 		blocks := ""
 		if b := r.Blocks; b != nil {
-			blocks = fmt.Sprintf("  index blocks/task first %.1f last %.1f", b.IndexFirst, b.IndexLast)
+			blocks = fmt.Sprintf("  index blocks/task first %.1f last %.1f, claim index %.2f / %.2f", b.IndexFirst, b.IndexLast, b.ClaimIndexFirst, b.ClaimIndexLast)
 			if b.ClaimFirst > 0 || b.ClaimLast > 0 {
 				blocks += fmt.Sprintf("  claim blocks/task first %.1f last %.1f (%d statements)", b.ClaimFirst, b.ClaimLast, b.ClaimStatements)
 			}
@@ -209,7 +209,7 @@ func (rep *Report) print(w io.Writer) {
 	if has(workloadPressure) {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "pressure\ttasks/s\tserver cpu us/task\tindex blocks/task first 10%\tlast 10%\tclaim blocks/task first 10%\tlast 10%\t")
+		fmt.Fprintln(tw, "pressure\ttasks/s\tserver cpu us/task\tindex blocks/task first 10%\tlast 10%\tclaim index first\tlast\tclaim stmt blocks/task first\tlast\t")
 		for _, l := range labels {
 			p := func(f func(Result) float64) []float64 { return collect(l, workloadPressure, f) }
 			if len(p(tasksPerSec)) == 0 {
@@ -223,10 +223,12 @@ func (rep *Report) print(w io.Writer) {
 					return f(r.Blocks)
 				})
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l, cell(p(tasksPerSec), "%.0f"),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", l, cell(p(tasksPerSec), "%.0f"),
 				cell(p(func(r Result) float64 { return r.ServerCPUus }), "%.0f"),
 				cell(b(func(b *blockStats) float64 { return b.IndexFirst }), "%.1f"),
 				cell(b(func(b *blockStats) float64 { return b.IndexLast }), "%.1f"),
+				cell(b(func(b *blockStats) float64 { return b.ClaimIndexFirst }), "%.2f"),
+				cell(b(func(b *blockStats) float64 { return b.ClaimIndexLast }), "%.2f"),
 				cell(b(func(b *blockStats) float64 { return b.ClaimFirst }), "%.1f"),
 				cell(b(func(b *blockStats) float64 { return b.ClaimLast }), "%.1f"))
 		}

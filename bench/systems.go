@@ -71,6 +71,8 @@ type system interface {
 	// ClaimQuery is a PostgreSQL regular expression matching the claim statement's text
 	// in pg_stat_statements.
 	ClaimQuery() string
+	// ClaimIndex is the index the claim walks, as pg_statio_user_indexes names it.
+	ClaimIndex() string
 	// Settings describes the configuration, for the report.
 	Settings() string
 }
@@ -189,6 +191,10 @@ func (s *riverSystem) IsRota() bool        { return false }
 func (s *riverSystem) database() *database { return s.db }
 func (s *riverSystem) Tables() []string    { return []string{"river_job"} }
 func (s *riverSystem) ClaimQuery() string  { return riverClaimQuery }
+
+// ClaimIndex: JobGetAvailable walks river_job_prioritized_fetching_index (state, queue,
+// priority, scheduled_at, id), which every state change also writes to.
+func (s *riverSystem) ClaimIndex() string { return "river_job_prioritized_fetching_index" }
 func (s *riverSystem) Settings() string {
 	return fmt.Sprintf("MaxWorkers=%d FetchCooldown=%s FetchPollInterval=%s pool MaxConns=%d",
 		s.maxWorkers, cmp.Or(s.v.fetchCooldown, river.FetchCooldownDefault), cmp.Or(s.v.fetchPollInterval, river.FetchPollIntervalDefault), s.conns)
@@ -337,6 +343,10 @@ func (s *rotaSystem) IsRota() bool        { return true }
 func (s *rotaSystem) database() *database { return s.db }
 func (s *rotaSystem) Tables() []string    { return []string{"rota.tasks", "rota.task_attempts"} }
 func (s *rotaSystem) ClaimQuery() string  { return rotaClaimQuery }
+
+// ClaimIndex: the claim walks tasks_claim_pending, partial on status = 'PENDING', which a
+// drain's other statements neither read nor write (a claimed task leaves it).
+func (s *rotaSystem) ClaimIndex() string { return "rota.tasks_claim_pending" }
 func (s *rotaSystem) Settings() string {
 	c := s.v.cfg
 	return fmt.Sprintf("Concurrency=%d FetchBatch=%d FetchLoops=%d PollInterval=%s CommitBatch=%d CommitInterval=%s pool MaxConns=%d",
