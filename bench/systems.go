@@ -349,8 +349,12 @@ func (s *rotaSystem) ClaimQuery() string  { return rotaClaimQuery }
 func (s *rotaSystem) ClaimIndex() string { return "rota.tasks_claim_pending" }
 func (s *rotaSystem) Settings() string {
 	c := s.v.cfg
-	return fmt.Sprintf("Concurrency=%d FetchBatch=%d FetchLoops=%d PollInterval=%s CommitBatch=%d CommitInterval=%s pool MaxConns=%d",
-		cmp.Or(c.Concurrency, runtime.DefaultConcurrency), cmp.Or(c.FetchBatch, runtime.DefaultFetchBatch), cmp.Or(c.FetchLoops, 1),
+	fetchLoops := "default" // poll mode's default has no exported constant
+	if c.FetchLoops > 0 {
+		fetchLoops = fmt.Sprint(c.FetchLoops)
+	}
+	return fmt.Sprintf("Concurrency=%d FetchBatch=%d FetchLoops=%s PollInterval=%s CommitBatch=%d CommitInterval=%s pool MaxConns=%d",
+		cmp.Or(c.Concurrency, runtime.DefaultConcurrency), cmp.Or(c.FetchBatch, runtime.DefaultFetchBatch), fetchLoops,
 		cmp.Or(c.PollInterval, runtime.DefaultPollInterval), cmp.Or(c.CommitBatch, runtime.DefaultCommitBatch),
 		cmp.Or(c.CommitInterval, runtime.DefaultCommitInterval), s.v.conns)
 }
