@@ -58,7 +58,7 @@ func (r *runner) insert(ctx context.Context, pair int, riverDB, rotaDB *database
 	}
 	total, size := r.o.InsertTotal, r.o.InsertBatch
 	for _, c := range cases {
-		if _, err := c.db.mon.Exec(ctx, map[string]string{"river": `TRUNCATE river_job`, "rota": `TRUNCATE rota.tasks CASCADE`}[c.system]); err != nil {
+		if _, err := c.db.mon.Exec(ctx, map[string]string{"river": `TRUNCATE river_job`, "rota": `TRUNCATE rota.tasks, rota.task_attempts CASCADE`}[c.system]); err != nil {
 			return err
 		}
 		t0 := time.Now()

@@ -368,7 +368,7 @@ func (s *rotaSystem) Settings() string {
 const rotaClaimQuery = `SET status = (\$[0-9]+|'PROCESSING'),\s+worker_id|FROM rota\.claim`
 
 func (s *rotaSystem) Reset(ctx context.Context) error {
-	if _, err := s.db.mon.Exec(ctx, `TRUNCATE rota.tasks CASCADE`); err != nil {
+	if _, err := s.db.mon.Exec(ctx, `TRUNCATE rota.tasks, rota.task_attempts CASCADE`); err != nil {
 		return err
 	}
 	return s.Analyze(ctx)
