@@ -110,6 +110,7 @@ func (c *committer) run(ctx context.Context) {
 func (c *committer) collect(ctx context.Context, first pendingOutcome) []pendingOutcome {
 	cfg := &c.w.cfg
 	batch := []pendingOutcome{first}
+	inBatch := map[uuid.UUID]bool{first.o.TaskID: true}
 	var timeout <-chan time.Time
 	if cfg.CommitInterval > 0 && ctx.Err() == nil && !c.writeAtOnce(first) {
 		t := time.NewTimer(cfg.CommitInterval)
@@ -136,12 +137,13 @@ func (c *committer) collect(ctx context.Context, first pendingOutcome) []pending
 				continue
 			}
 		}
-		if containsTask(batch, p) {
+		if inBatch[p.o.TaskID] {
 			// One write per task per batch: a task re-claimed by this worker after its
 			// lease was lost may have its stale and its live outcome queued together.
 			c.carry = &p
 			return batch
 		}
+		inBatch[p.o.TaskID] = true
 		batch = append(batch, p)
 	}
 	return batch
@@ -310,15 +312,6 @@ func (c *committer) count(attrs []any, o store.Outcome, status store.Status) {
 	default:
 		log.Warn("outcome recorded with an unexpected status", append(attrs, "status", status)...)
 	}
-}
-
-func containsTask(batch []pendingOutcome, p pendingOutcome) bool {
-	for _, b := range batch {
-		if b.o.TaskID == p.o.TaskID {
-			return true
-		}
-	}
-	return false
 }
 
 func findResult(results []store.OutcomeResult, id uuid.UUID) (store.OutcomeResult, bool) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -115,9 +117,12 @@ func WithBackoff(base, max time.Duration) HandlerOption {
 // Mux routes tasks to handlers by kind, like http.ServeMux routes requests by path. It is
 // safe for concurrent use, so handlers and middleware may be added while a worker runs.
 type Mux struct {
-	mu          sync.RWMutex
-	kinds       map[string]*muxEntry
+	mu          sync.Mutex // serializes changes
 	middlewares []Middleware
+	// kinds is replaced, never changed, so that every claimed task's lookup reads it
+	// without a lock: a read lock shared by every handler goroutine was measured at a
+	// twentieth of a draining worker's CPU (its reader count bouncing between cores).
+	kinds atomic.Pointer[map[string]muxEntry]
 }
 
 type muxEntry struct {
@@ -128,7 +133,9 @@ type muxEntry struct {
 
 // NewMux returns an empty Mux.
 func NewMux() *Mux {
-	return &Mux{kinds: make(map[string]*muxEntry)}
+	m := &Mux{}
+	m.kinds.Store(&map[string]muxEntry{})
+	return m
 }
 
 // Handle registers h for kind. Like http.ServeMux it panics on a programming error: an
@@ -149,10 +156,12 @@ func (m *Mux) Handle(kind string, h Handler, opts ...HandlerOption) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, dup := m.kinds[kind]; dup {
+	if _, dup := (*m.kinds.Load())[kind]; dup {
 		panic(fmt.Sprintf("rota: Handle(%q): kind registered twice", kind))
 	}
-	m.kinds[kind] = &muxEntry{handler: h, wrapped: chain(m.middlewares, h), opts: o}
+	kinds := maps.Clone(*m.kinds.Load())
+	kinds[kind] = muxEntry{handler: h, wrapped: chain(m.middlewares, h), opts: o}
+	m.kinds.Store(&kinds)
 }
 
 // HandleFunc registers f for kind.
@@ -169,21 +178,17 @@ func (m *Mux) Use(mws ...Middleware) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.middlewares = append(m.middlewares, mws...)
-	for _, e := range m.kinds {
+	kinds := make(map[string]muxEntry, len(*m.kinds.Load()))
+	for k, e := range *m.kinds.Load() {
 		e.wrapped = chain(m.middlewares, e.handler)
+		kinds[k] = e
 	}
+	m.kinds.Store(&kinds)
 }
 
 // Kinds returns the registered kinds, sorted.
 func (m *Mux) Kinds() []string {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	kinds := make([]string, 0, len(m.kinds))
-	for k := range m.kinds {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	return kinds
+	return slices.Sorted(maps.Keys(*m.kinds.Load()))
 }
 
 // Work runs the handler for job.Task.Kind inside the middleware, so a Mux is itself a
@@ -196,15 +201,10 @@ func (m *Mux) Work(ctx context.Context, job *Job) error {
 	return e.wrapped.Work(ctx, job)
 }
 
-// lookup returns a copy of kind's entry, so the caller needs no lock while it runs.
+// lookup returns kind's entry.
 func (m *Mux) lookup(kind string) (muxEntry, bool) {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	e, ok := m.kinds[kind]
-	if !ok {
-		return muxEntry{}, false
-	}
-	return *e, true
+	e, ok := (*m.kinds.Load())[kind]
+	return e, ok
 }
 
 func chain(mws []Middleware, h Handler) Handler {
