@@ -97,9 +97,7 @@ func (f *fetcher) run(ctx context.Context) {
 		if backlog && !f.waitForSlots(ctx) {
 			return
 		}
-		// The claim takes every free slot, up to FetchBatch: claims grow with the free
-		// capacity, so a worker with more slots claims in fewer, larger statements.
-		n := f.w.capacity.reserve(f.queue, cfg.FetchBatch)
+		n := f.w.capacity.reserve(f.queue, f.claimSize())
 		if n == 0 {
 			// Every slot is busy (or another queue's fetcher took the last ones): the
 			// next claim waits for slots to free up.
@@ -171,6 +169,16 @@ func (f *fetcher) waitIdle(ctx context.Context) bool {
 	return true
 }
 
+// claimSize is the most one claim asks for. A claim takes every free slot, up to
+// FetchBatch: claims grow with the free capacity, so a worker with more slots claims in
+// fewer, larger statements. A worker of several queues claims at most an equal share of
+// its slots at once, so that one queue's backlog cannot take every slot in one claim
+// while another queue waits (a full claim is followed by the next at once).
+func (f *fetcher) claimSize() int {
+	cfg := &f.w.cfg
+	return min(cfg.FetchBatch, max(1, cfg.Concurrency/len(f.w.fetchers)))
+}
+
 // gatherWindow bounds how long a fetcher with a backlog waits for more slots to free up
 // after the first one did.
 const gatherWindow = 2 * time.Millisecond
@@ -188,7 +196,7 @@ func (f *fetcher) waitForSlots(ctx context.Context) bool {
 		case <-freed:
 		}
 	}
-	want := max(1, min(f.w.cfg.FetchBatch, f.w.capacity.limit(f.queue))/2)
+	want := max(1, min(f.claimSize(), f.w.capacity.limit(f.queue))/2)
 	timer := time.NewTimer(gatherWindow)
 	defer timer.Stop()
 	for f.w.capacity.free(f.queue) < want {
