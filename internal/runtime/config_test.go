@@ -101,3 +101,33 @@ func TestLastBeatIsTheLeaseStart(t *testing.T) {
 		t.Errorf("leaseStart without an expiry = %s, want now", got)
 	}
 }
+
+// TestClaimSizeFollowsCapacity: a claim asks for the free capacity, up to FetchBatch;
+// with several queues, for an equal share of the slots at most.
+func TestClaimSizeFollowsCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		concurrency, fetchBatch int
+		queues                  []string
+		want                    int
+	}{
+		{100, 0, []string{"default"}, 100},
+		{2000, 0, []string{"default"}, DefaultFetchBatch},
+		{2000, 300, []string{"default"}, 300},
+		{100, 0, []string{"a", "b", "c", "d"}, 25},
+		{3, 0, []string{"a", "b", "c", "d"}, 1},
+	} {
+		queues := map[string]int{}
+		for _, q := range tc.queues {
+			queues[q] = 0
+		}
+		w, err := NewWorker(Config{Store: memory.New(), Mux: NewMux(), Concurrency: tc.concurrency,
+			FetchBatch: tc.fetchBatch, Queues: queues})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.fetchers[tc.queues[0]].claimSize(); got != tc.want {
+			t.Errorf("concurrency %d, fetch batch %d, %d queues: claim size %d, want %d",
+				tc.concurrency, tc.fetchBatch, len(tc.queues), got, tc.want)
+		}
+	}
+}
