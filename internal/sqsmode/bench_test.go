@@ -1,6 +1,7 @@
 package sqsmode_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -32,6 +33,8 @@ type drainSetup struct {
 	name           string
 	roundsPerQueue int // the Enqueuer's RoundsPerQueue
 	fetchLoops     int // each worker's FetchLoops
+	enqueueBatch   int // the Enqueuer's BatchSize
+	workers        int // 0: benchWorkers
 }
 
 // BenchmarkSQSModeDrain measures SQS mode end to end: b.N due noop tasks in PostgreSQL
@@ -41,7 +44,9 @@ type drainSetup struct {
 // measures the raw ceiling (sqstest.MeasureCeiling: b.N messages sent, received and
 // deleted in batches of 10 with nothing else in the way). Reported: tasks/s,
 // ceiling_msgs/s and their ratio (ns/op is per task), and per task the SQS calls and
-// claim statements of the drain. The sub-benchmarks run the defaults and, for
+// claim statements of the drain, and the CPU per task of the drain (this process,
+// PostgreSQL's backends of the test database, fauxqs: task_*_us) against the ceiling's
+// CPU per message (ceil_msg_*_us). The sub-benchmarks run the defaults and, for
 // comparison in the same run, one enqueue round at a time per queue (as before
 // RoundsPerQueue) and a single fetch loop per worker.
 //
@@ -51,6 +56,8 @@ func BenchmarkSQSModeDrain(b *testing.B) {
 		{name: "defaults"},
 		{name: "rounds_per_queue=1", roundsPerQueue: 1},
 		{name: "fetch_loops=1", fetchLoops: 1},
+		{name: "enqueue_batch=500", enqueueBatch: 500},
+		{name: "workers=1", workers: 1},
 	} {
 		b.Run(setup.name, func(b *testing.B) { benchmarkSQSModeDrain(b, setup) })
 	}
@@ -82,7 +89,7 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 	metrics := sqsmode.NewMetrics(nil)
 	runCtx, stop := context.WithCancel(ctx)
 	var fleet benchFleet
-	for range benchWorkers {
+	for range cmp.Or(setup.workers, benchWorkers) {
 		src, err := sqsmode.NewSource(sqsmode.SourceConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
 			Queues: queues, Metrics: metrics, Logger: logger})
 		if err != nil {
@@ -91,16 +98,20 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 		fleet.start(b, runCtx, src, runtime.Config{Store: st, FetchLoops: setup.fetchLoops, Logger: logger}, &ran)
 	}
 	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
-		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, Metrics: metrics, Logger: logger})
+		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, BatchSize: setup.enqueueBatch, Metrics: metrics, Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}
 
 	b.ResetTimer()
+	meter := startCPUMeter(b, pool)
+	stopProfile := profileDrain(b)
 	start := time.Now()
 	go enq.Run(runCtx)
 	waitDrained(b, pool, metrics, &ran, b.N)
 	elapsed := time.Since(start)
+	drainCPU := meter.stop(b)
+	stopProfile()
 	b.StopTimer()
 
 	stop()
@@ -113,14 +124,19 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 	b.ReportMetric(float64(st.claims.Load())/n, "claims/task")
 
 	ceilingURL := srv.CreateQueue(b, "ceiling")
-	ceiling, err := sqstest.MeasureCeiling(ctx, benchClient(b, srv), ceilingURL, b.N, benchClients)
+	ceilingClient := benchClient(b, srv)
+	meter = startCPUMeter(b, nil)
+	ceiling, err := sqstest.MeasureCeiling(ctx, ceilingClient, ceilingURL, b.N, benchClients)
 	if err != nil {
 		b.Fatal(err)
 	}
+	ceilingCPU := meter.stop(b)
 	perSecond := n / elapsed.Seconds()
 	b.ReportMetric(perSecond, "tasks/s")
 	b.ReportMetric(ceiling, "ceiling_msgs/s")
 	b.ReportMetric(perSecond/ceiling, "ratio")
+	drainCPU.report(b, "task", b.N)
+	ceilingCPU.report(b, "ceil_msg", b.N)
 }
 
 // benchClient is an SQS client for srv made as `rota serve` and `rota worker` make theirs
