@@ -8,7 +8,7 @@
 //	    Store.EnqueueDue: lock due tasks      ReceiveMessage (long poll, up to 10)
 //	      SKIP LOCKED, send their ids         ClaimTasks(ENQUEUED -> PROCESSING, by id)
 //	      (SendMessageBatch), mark the        the runtime runs the handlers, heartbeats
-//	      sent ones ENQUEUED, commit            (Extend: ChangeMessageVisibility)
+//	      sent ones ENQUEUED, commit            (Extend: ChangeMessageVisibilityBatch)
 //	  DLQ relay (dlq.go)                    the committer writes the outcome, then
 //	    Store.PublishDeadLetters: lock the      Settle: DeleteMessageBatch
 //	      dead letters awaiting the DLQ,

@@ -30,6 +30,8 @@ type Source struct {
 	claims  map[string]*claimBatcher // by Rota queue
 	acks    *background              // settles and sorting out received messages
 	extends *background              // visibility extensions
+	// extendsBatch gathers the heartbeats' extensions into batch calls (extend.go).
+	extendsBatch *extendBatcher
 
 	// deferred holds the sorting out (sortOut) of received messages that found every ack
 	// slot busy. The next Fetch runs it, before it receives: the tasks claimed with those
@@ -292,32 +294,6 @@ func (s *Source) judgeUnclaimed(ctx context.Context, rq string, id uuid.UUID, m 
 		tidy.hide(m, v.hideFor)
 	default:
 		s.log.Warn("leaving a message for redelivery: its task could not be read", append(attrs, "error", err)...)
-	}
-}
-
-// Extend keeps a running task's message hidden for another lease, so that no other
-// worker receives it meanwhile. It returns at once (the call runs in the background,
-// or is skipped when too many are in flight): a missed extension only costs a duplicate
-// delivery, which the claim rejects, since the store's lease is what fences the task.
-func (s *Source) Extend(ctx context.Context, d runtime.Delivery, lease time.Duration) {
-	r, ok := d.Receipt.(receipt)
-	if !ok {
-		s.log.Error("extend: a delivery that is not this source's", "task_id", d.Task.ID)
-		return
-	}
-	started := s.extends.tryGo(func() {
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-		defer cancel()
-		_, err := s.client.ChangeMessageVisibility(cctx, &sqs.ChangeMessageVisibilityInput{
-			QueueUrl: aws.String(r.queueURL), ReceiptHandle: aws.String(r.handle), VisibilityTimeout: visibilitySeconds(lease),
-		})
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("extending a message's visibility failed; it may be delivered again (harmless)",
-				"queue", d.Task.Queue, "task_id", d.Task.ID, "error", err)
-		}
-	})
-	if !started {
-		s.log.Debug("too many visibility extensions in flight; skipped one", "task_id", d.Task.ID)
 	}
 }
 
