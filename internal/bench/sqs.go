@@ -196,7 +196,7 @@ func drainThroughSQS(ctx context.Context, t *Target, cfg SQSConfig, queues *sqsm
 	w, err := newWorker(st, mux, t.Queue, cfg.Concurrency, func(c *runtime.Config) {
 		c.Source = src
 		c.ClaimFrom = store.StatusEnqueued
-		c.FetchBatch = sqsmode.MaxReceiveBatch
+		c.FetchBatch = sqsmode.FetchBatch
 		c.WorkerID = src.WorkerID()
 		c.LeaseDuration = src.LeaseDuration()
 	})

@@ -33,8 +33,7 @@ type drainSetup struct {
 	name           string
 	roundsPerQueue int // the Enqueuer's RoundsPerQueue
 	fetchLoops     int // each worker's FetchLoops
-	enqueueBatch   int // the Enqueuer's BatchSize
-	workers        int // 0: benchWorkers
+	fetchBatch     int // each worker's FetchBatch (default: sqsmode.FetchBatch)
 }
 
 // BenchmarkSQSModeDrain measures SQS mode end to end: b.N due noop tasks in PostgreSQL
@@ -48,7 +47,8 @@ type drainSetup struct {
 // PostgreSQL's backends of the test database, fauxqs: task_*_us) against the ceiling's
 // CPU per message (ceil_msg_*_us). The sub-benchmarks run the defaults and, for
 // comparison in the same run, one enqueue round at a time per queue (as before
-// RoundsPerQueue) and a single fetch loop per worker.
+// RoundsPerQueue), a single fetch loop per worker, and fetches of one receive (10
+// messages, as before sqsmode.FetchBatch).
 //
 //	go test -run '^$' -bench SQSModeDrain -benchtime 10000x -count 3 ./internal/sqsmode/
 func BenchmarkSQSModeDrain(b *testing.B) {
@@ -56,8 +56,7 @@ func BenchmarkSQSModeDrain(b *testing.B) {
 		{name: "defaults"},
 		{name: "rounds_per_queue=1", roundsPerQueue: 1},
 		{name: "fetch_loops=1", fetchLoops: 1},
-		{name: "enqueue_batch=500", enqueueBatch: 500},
-		{name: "workers=1", workers: 1},
+		{name: "fetch_batch=10", fetchBatch: 10},
 	} {
 		b.Run(setup.name, func(b *testing.B) { benchmarkSQSModeDrain(b, setup) })
 	}
@@ -89,16 +88,17 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 	metrics := sqsmode.NewMetrics(nil)
 	runCtx, stop := context.WithCancel(ctx)
 	var fleet benchFleet
-	for range cmp.Or(setup.workers, benchWorkers) {
+	for range benchWorkers {
 		src, err := sqsmode.NewSource(sqsmode.SourceConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
 			Queues: queues, Metrics: metrics, Logger: logger})
 		if err != nil {
 			b.Fatal(err)
 		}
-		fleet.start(b, runCtx, src, runtime.Config{Store: st, FetchLoops: setup.fetchLoops, Logger: logger}, &ran)
+		fleet.start(b, runCtx, src, runtime.Config{Store: st, FetchLoops: setup.fetchLoops, FetchBatch: setup.fetchBatch,
+			Logger: logger}, &ran)
 	}
 	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
-		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, BatchSize: setup.enqueueBatch, Metrics: metrics, Logger: logger})
+		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, Metrics: metrics, Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -203,14 +203,15 @@ type benchFleet struct {
 }
 
 // start runs a worker on src until ctx ends. cfg brings the store and any tuning; start
-// sets what SQS mode needs (src's worker id and lease, its batch, ENQUEUED) and a noop
+// sets what SQS mode needs (src's worker id and lease, its batch unless cfg has one, ENQUEUED) and a noop
 // handler that counts its runs in ran.
 func (f *benchFleet) start(b *testing.B, ctx context.Context, src *sqsmode.Source, cfg runtime.Config, ran *atomic.Int64) {
 	b.Helper()
 	mux := runtime.NewMux()
 	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { ran.Add(1); return nil })
 	cfg.Mux, cfg.Source, cfg.ClaimFrom = mux, src, store.StatusEnqueued
-	cfg.WorkerID, cfg.LeaseDuration, cfg.FetchBatch = src.WorkerID(), src.LeaseDuration(), sqsmode.MaxReceiveBatch
+	cfg.WorkerID, cfg.LeaseDuration = src.WorkerID(), src.LeaseDuration()
+	cfg.FetchBatch = cmp.Or(cfg.FetchBatch, sqsmode.FetchBatch)
 	w, err := runtime.NewWorker(cfg)
 	if err != nil {
 		b.Fatal(err)

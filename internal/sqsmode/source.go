@@ -52,10 +52,13 @@ type receipt struct {
 	handle   string
 }
 
-// Fetch receives up to min(max, 10) messages of Rota queue rq and claims their tasks in
-// one statement, shared with the claims of the worker's other fetch loops that arrive
-// while one is running (claimBatcher). Messages it cannot use are deleted or hidden again
-// in the background (sortOut), or by the next Fetch when every background slot is busy.
+// Fetch receives up to max messages of Rota queue rq and claims their tasks in one
+// statement, shared with the claims of the worker's other fetch loops that arrive while
+// one is running (claimBatcher). One receive takes at most 10: when the first comes back
+// full and max asks for more, the rest are received at once by concurrent short polls
+// (receiveMore), so that a backlog is claimed FetchBatch ids a statement. Messages it
+// cannot use are deleted or hidden again in the background (sortOut), or by the next
+// Fetch when every background slot is busy.
 //
 // The runtime has reserved max slots for this call, so its long poll is short
 // (busyWaitSeconds): a queue that runs dry gives its slots back within a second, and its
@@ -68,7 +71,29 @@ func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Deliv
 	if err != nil || len(msgs) == 0 {
 		return nil, err
 	}
+	if len(msgs) == maxBatch && max > maxBatch {
+		msgs = append(msgs, s.receiveMore(ctx, rq, max-maxBatch)...)
+	}
 	return s.claim(ctx, rq, url, msgs)
+}
+
+// receiveMore receives up to n more messages of Rota queue rq after a full receive: one
+// short poll (no wait) per 10, all at once. It is opportunistic: a receive that fails
+// only brings nothing (the next Fetch meets the error again and reports it).
+func (s *Source) receiveMore(ctx context.Context, rq string, n int) []types.Message {
+	batches := make([][]types.Message, (n+maxBatch-1)/maxBatch)
+	var wg sync.WaitGroup
+	for i := range batches {
+		wg.Go(func() {
+			_, batches[i], _ = s.receive(ctx, rq, min(maxBatch, n-i*maxBatch), 0)
+		})
+	}
+	wg.Wait()
+	var out []types.Message
+	for _, b := range batches {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // FetchIdle is Fetch for an idle queue, whose loop holds no slot (runtime.IdleFetcher):

@@ -14,6 +14,7 @@ import (
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/sqsmode"
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/poll"
 )
 
 // opCounter counts a client's SQS calls by operation, and the entries of its
@@ -94,4 +95,39 @@ func TestExtendsOfRunningTasksGoOutInBatches(t *testing.T) {
 		t.Errorf("stats %+v: want each message received once and deleted as settled", st)
 	}
 	t.Logf("%d extensions in %d batch calls", entries, batches)
+}
+
+// Under a backlog one Fetch takes FetchBatch tasks, not one receive's 10: a full first
+// receive is followed by concurrent short polls, and every id goes into one claim.
+func TestFetchTakesABacklogFetchBatchAtATime(t *testing.T) {
+	t.Parallel()
+	e := newSQSEnv(t)
+	qs := e.queues(true)
+	m := sqsmode.NewMetrics(nil)
+	stopEnqueuer := run(t, e.enqueuer(qs, m, nil).Run)
+	params := make([]store.CreateParams, sqsmode.FetchBatch+5)
+	for i := range params {
+		params[i] = store.CreateParams{Kind: "noop"}
+	}
+	ids := e.create(params...)
+	e.waitAll(ids, store.StatusEnqueued)
+	stopEnqueuer()
+	url := e.url("rota")
+	poll.Until(t, "every message visible", waitTimeout, 10*time.Millisecond, func() bool { return e.srv.CountMessages(t, url).Visible == len(ids) })
+
+	st := &countingStore{Store: e.store}
+	src := e.source(qs, "worker-a", m, func(c *sqsmode.SourceConfig) { c.Store = st })
+	got, err := src.Fetch(context.Background(), store.DefaultQueue, sqsmode.FetchBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != sqsmode.FetchBatch || st.claims.Load() != 1 {
+		t.Errorf("one Fetch of %d over a backlog of %d: %d tasks in %d claims, want %d in 1",
+			sqsmode.FetchBatch, len(ids), len(got), st.claims.Load(), sqsmode.FetchBatch)
+	}
+	for _, d := range got {
+		if d.Task.Status != store.StatusProcessing || d.Task.WorkerID != "worker-a" {
+			t.Errorf("task %s: %s by %q, want PROCESSING by worker-a", d.Task.ID, d.Task.Status, d.Task.WorkerID)
+		}
+	}
 }
