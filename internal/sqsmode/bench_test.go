@@ -22,7 +22,7 @@ import (
 )
 
 // benchWorkers is how many SQS workers drain the backlog; benchClients is how many
-// senders and receivers MeasureCeiling runs, like the enqueuer's send concurrency (4).
+// senders and receivers MeasureCeiling runs (as rota bench's ceiling does).
 const (
 	benchWorkers = 4
 	benchClients = 4
@@ -30,10 +30,11 @@ const (
 
 // drainSetup is one sub-benchmark of BenchmarkSQSModeDrain: zero fields are the defaults.
 type drainSetup struct {
-	name           string
-	roundsPerQueue int // the Enqueuer's RoundsPerQueue
-	fetchLoops     int // each worker's FetchLoops
-	fetchBatch     int // each worker's FetchBatch (default: sqsmode.FetchBatch)
+	name                          string
+	roundsPerQueue                int // the Enqueuer's RoundsPerQueue
+	fetchLoops                    int // each worker's FetchLoops
+	fetchBatch                    int // each worker's FetchBatch (default: sqsmode.FetchBatch)
+	enqueueBatch, sendConcurrency int // the Enqueuer's BatchSize and SendConcurrency
 }
 
 // BenchmarkSQSModeDrain measures SQS mode end to end: b.N due noop tasks in PostgreSQL
@@ -48,7 +49,8 @@ type drainSetup struct {
 // CPU per message (ceil_msg_*_us). The sub-benchmarks run the defaults and, for
 // comparison in the same run, one enqueue round at a time per queue (as before
 // RoundsPerQueue), a single fetch loop per worker, and fetches of one receive (10
-// messages, as before sqsmode.FetchBatch).
+// messages, as before sqsmode.FetchBatch) and the enqueuer's rounds of 100 sent 4 calls
+// at once (the defaults before session 7).
 //
 //	go test -run '^$' -bench SQSModeDrain -benchtime 10000x -count 3 ./internal/sqsmode/
 func BenchmarkSQSModeDrain(b *testing.B) {
@@ -57,6 +59,7 @@ func BenchmarkSQSModeDrain(b *testing.B) {
 		{name: "rounds_per_queue=1", roundsPerQueue: 1},
 		{name: "fetch_loops=1", fetchLoops: 1},
 		{name: "fetch_batch=10", fetchBatch: 10},
+		{name: "enqueue_batch=100,send_concurrency=4", enqueueBatch: 100, sendConcurrency: 4},
 	} {
 		b.Run(setup.name, func(b *testing.B) { benchmarkSQSModeDrain(b, setup) })
 	}
@@ -98,7 +101,8 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 			Logger: logger}, &ran)
 	}
 	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
-		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, Metrics: metrics, Logger: logger})
+		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, BatchSize: setup.enqueueBatch,
+		SendConcurrency: setup.sendConcurrency, Metrics: metrics, Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}
