@@ -126,6 +126,8 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 	n := float64(b.N)
 	b.ReportMetric(float64(calls.total())/n, "sqs_calls/task")
 	b.ReportMetric(float64(st.claims.Load())/n, "claims/task")
+	st.reportEnqueueRounds(b)
+	st.reportStatementTimes(b)
 
 	ceilingURL := srv.CreateQueue(b, "ceiling")
 	ceilingClient := benchClient(b, srv)
