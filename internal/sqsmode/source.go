@@ -72,20 +72,24 @@ func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Deliv
 		return nil, err
 	}
 	if len(msgs) == maxBatch && max > maxBatch {
-		msgs = append(msgs, s.receiveMore(ctx, rq, max-maxBatch)...)
+		msgs = append(msgs, s.receiveMore(ctx, rq, url, max-maxBatch)...)
 	}
 	return s.claim(ctx, rq, url, msgs)
 }
 
-// receiveMore receives up to n more messages of Rota queue rq after a full receive: one
-// short poll (no wait) per 10, all at once. It is opportunistic: a receive that fails
-// only brings nothing (the next Fetch meets the error again and reports it).
-func (s *Source) receiveMore(ctx context.Context, rq string, n int) []types.Message {
+// receiveMore receives up to n more messages of Rota queue rq after a full receive from
+// url: one short poll (no wait) per 10, all at once. It is opportunistic: a receive that
+// fails only brings nothing (the next Fetch meets the error again and reports it).
+func (s *Source) receiveMore(ctx context.Context, rq, url string, n int) []types.Message {
 	batches := make([][]types.Message, (n+maxBatch-1)/maxBatch)
 	var wg sync.WaitGroup
 	for i := range batches {
 		wg.Go(func() {
-			_, batches[i], _ = s.receive(ctx, rq, min(maxBatch, n-i*maxBatch), 0)
+			// The receipts are kept with the first receive's URL (claim): messages of
+			// another URL (the queue made again meanwhile) are left to come back.
+			if got, msgs, err := s.receive(ctx, rq, min(maxBatch, n-i*maxBatch), 0); err == nil && got == url {
+				batches[i] = msgs
+			}
 		})
 	}
 	wg.Wait()
