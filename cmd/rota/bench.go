@@ -236,6 +236,8 @@ func printSQS(w io.Writer, tw *tabwriter.Writer, r *bench.Result) {
 	fmt.Fprintf(tw, "  raw SQS ceiling (messages; batches of 10, %d clients)\t%s\t%s\t%s\n",
 		c.Clients, count(int64(c.Messages)), seconds(c.Seconds), rateOf(c.MsgsPerSec))
 	fmt.Fprintf(tw, "  ratio (drain / ceiling)\t\t\t%s\n", strconv.FormatFloat(s.Ratio, 'f', 2, 64))
+	fmt.Fprintf(w, "  this process's CPU: %.0f µs per task in the drain, %.0f µs per message in the ceiling\n",
+		s.ClientCPUPerTask, c.ClientCPUPerMsg)
 }
 
 func workerLine(c *bench.WorkerCounts) string {

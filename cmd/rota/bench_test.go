@@ -101,7 +101,8 @@ func TestBenchSQSRuns(t *testing.T) {
 	}
 	for _, want := range []string{"sqs: 30 noop tasks through SQS queue rota-bench-", "at " + srv.Endpoint(),
 		"30 claimed, 30 succeeded, 0 errors", "30 sent, 30 received, 30 deleted", "SQS mode drain (tasks)",
-		"raw SQS ceiling (messages; batches of 10, 4 clients)", "ratio (drain / ceiling)"} {
+		"raw SQS ceiling (messages; batches of 10, 4 clients)", "ratio (drain / ceiling)",
+		"µs per task in the drain", "µs per message in the ceiling"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

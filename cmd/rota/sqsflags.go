@@ -231,7 +231,7 @@ func (f sqsWorkerFlags) configure(ctx context.Context, cfg *runtime.Config, reg 
 	}
 	cfg.Source = src
 	cfg.ClaimFrom = store.StatusEnqueued
-	cfg.FetchBatch = sqsmode.MaxReceiveBatch
+	cfg.FetchBatch = sqsmode.FetchBatch
 	cfg.WorkerID = src.WorkerID()
 	cfg.LeaseDuration = src.LeaseDuration()
 	return src.Close, nil

@@ -19,8 +19,9 @@ import (
 )
 
 // DefaultCeilingClients is how many goroutines send, and as many receive and delete,
-// when the raw SQS ceiling is measured: as many as the enqueuer's default sends at once.
-const DefaultCeilingClients = sqsmode.DefaultSendConcurrency
+// when the raw SQS ceiling is measured: 4, as in every ceiling docs/performance.md
+// reports (the enqueuer's default sends at once until session 7).
+const DefaultCeilingClients = 4
 
 // SQSConfig configures SQSDrain.
 type SQSConfig struct {
@@ -54,6 +55,10 @@ type SQSResult struct {
 	Ceiling Ceiling `json:"ceiling"`
 	// Ratio is the drain's tasks/s over the ceiling's messages/s.
 	Ratio float64 `json:"ratio"`
+	// ClientCPUPerTask is the CPU (user + system, µs) this process spent per task during
+	// the drain: the worker, the enqueuer and their SQS clients (PostgreSQL's and the
+	// endpoint's own CPU are not in it). Compare with Ceiling.ClientCPUPerMsg.
+	ClientCPUPerTask float64 `json:"client_cpu_us_per_task"`
 }
 
 // Ceiling is a raw SQS measurement (sqsceiling): messages sent, received and deleted in
@@ -63,6 +68,9 @@ type Ceiling struct {
 	Clients    int     `json:"clients"`
 	Seconds    float64 `json:"seconds"`
 	MsgsPerSec float64 `json:"msgs_per_sec"`
+	// ClientCPUPerMsg is the CPU (µs) this process, the ceiling's SQS client, spent per
+	// message sent, received and deleted.
+	ClientCPUPerMsg float64 `json:"client_cpu_us_per_msg"`
 }
 
 // SQSDrain is the drain of SQS mode, then the ceiling it is measured against, on the
@@ -119,11 +127,13 @@ func SQSDrain(ctx context.Context, t *Target, cfg SQSConfig) (res *Result, err e
 	if err != nil {
 		return nil, err
 	}
+	cpuBefore := sqsceiling.SelfCPU()
 	raw, err := sqsceiling.Measure(ctx, cfg.Client, ceilingURL, cfg.Tasks, ceilingClients)
 	if err != nil {
 		return nil, err
 	}
-	ceiling := Ceiling{Messages: raw.Messages, Clients: raw.Clients, Seconds: raw.Elapsed.Seconds(), MsgsPerSec: raw.PerSecond()}
+	ceiling := Ceiling{Messages: raw.Messages, Clients: raw.Clients, Seconds: raw.Elapsed.Seconds(), MsgsPerSec: raw.PerSecond(),
+		ClientCPUPerMsg: microsPer(sqsceiling.SelfCPU()-cpuBefore, cfg.Tasks)}
 
 	tasksPerSec := float64(n) / drained.elapsed.Seconds()
 	s := drained.sqs
@@ -144,6 +154,7 @@ func SQSDrain(ctx context.Context, t *Target, cfg SQSConfig) (res *Result, err e
 			Failures:         s.SendFailures + s.DeleteFailures,
 			Ceiling:          ceiling,
 			Ratio:            tasksPerSec / ceiling.MsgsPerSec,
+			ClientCPUPerTask: microsPer(drained.cpu, cfg.Tasks),
 		},
 	}, nil
 }
@@ -151,6 +162,7 @@ func SQSDrain(ctx context.Context, t *Target, cfg SQSConfig) (res *Result, err e
 // sqsDrained is what drainThroughSQS measured.
 type sqsDrained struct {
 	elapsed time.Duration
+	cpu     time.Duration // this process's, over elapsed
 	worker  runtime.Stats
 	sqs     sqsmode.Stats
 }
@@ -185,7 +197,7 @@ func drainThroughSQS(ctx context.Context, t *Target, cfg SQSConfig, queues *sqsm
 	w, err := newWorker(st, mux, t.Queue, cfg.Concurrency, func(c *runtime.Config) {
 		c.Source = src
 		c.ClaimFrom = store.StatusEnqueued
-		c.FetchBatch = sqsmode.MaxReceiveBatch
+		c.FetchBatch = sqsmode.FetchBatch
 		c.WorkerID = src.WorkerID()
 		c.LeaseDuration = src.LeaseDuration()
 	})
@@ -202,6 +214,7 @@ func drainThroughSQS(ctx context.Context, t *Target, cfg SQSConfig, queues *sqsm
 	t.Progress.begin(WorkloadSQS, "drain through SQS", n)
 	enqCtx, stopEnqueuer := context.WithCancel(ctx)
 	enqDone := make(chan struct{})
+	cpuBefore := sqsceiling.SelfCPU()
 	start := time.Now()
 	go func() {
 		defer close(enqDone)
@@ -212,11 +225,17 @@ func drainThroughSQS(ctx context.Context, t *Target, cfg SQSConfig, queues *sqsm
 		return handled.Load() >= n && w.Stats().Succeeded >= n && metrics.Stats().DeletedSettled >= n
 	})
 	elapsed := time.Since(start)
+	cpu := sqsceiling.SelfCPU() - cpuBefore
 	stopEnqueuer()
 	<-enqDone
 	if err = errors.Join(err, run.stop()); err != nil {
 		return nil, err
 	}
 	src.Close() // the last deletes (of late duplicates) count too
-	return &sqsDrained{elapsed: elapsed, worker: w.Stats(), sqs: metrics.Stats()}, nil
+	return &sqsDrained{elapsed: elapsed, cpu: cpu, worker: w.Stats(), sqs: metrics.Stats()}, nil
+}
+
+// microsPer is d in microseconds per one of n.
+func microsPer(d time.Duration, n int) float64 {
+	return float64(d.Nanoseconds()) / 1e3 / float64(n)
 }

@@ -43,6 +43,9 @@ func TestSQSDrain(t *testing.T) {
 	if c.Messages != n || c.Clients != DefaultCeilingClients || c.Seconds <= 0 || c.MsgsPerSec <= 0 {
 		t.Errorf("ceiling %+v", c)
 	}
+	if s.ClientCPUPerTask <= 0 || c.ClientCPUPerMsg <= 0 {
+		t.Errorf("client CPU per task %v, per ceiling message %v: want both measured", s.ClientCPUPerTask, c.ClientCPUPerMsg)
+	}
 	if s.Ratio != res.TasksPerSec/c.MsgsPerSec {
 		t.Errorf("ratio %v, want %v / %v", s.Ratio, res.TasksPerSec, c.MsgsPerSec)
 	}

@@ -1,6 +1,7 @@
 package sqsmode_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -21,7 +22,7 @@ import (
 )
 
 // benchWorkers is how many SQS workers drain the backlog; benchClients is how many
-// senders and receivers MeasureCeiling runs, like the enqueuer's send concurrency (4).
+// senders and receivers MeasureCeiling runs (as rota bench's ceiling does).
 const (
 	benchWorkers = 4
 	benchClients = 4
@@ -29,9 +30,11 @@ const (
 
 // drainSetup is one sub-benchmark of BenchmarkSQSModeDrain: zero fields are the defaults.
 type drainSetup struct {
-	name           string
-	roundsPerQueue int // the Enqueuer's RoundsPerQueue
-	fetchLoops     int // each worker's FetchLoops
+	name                          string
+	roundsPerQueue                int // the Enqueuer's RoundsPerQueue
+	fetchLoops                    int // each worker's FetchLoops
+	fetchBatch                    int // each worker's FetchBatch (default: sqsmode.FetchBatch)
+	enqueueBatch, sendConcurrency int // the Enqueuer's BatchSize and SendConcurrency
 }
 
 // BenchmarkSQSModeDrain measures SQS mode end to end: b.N due noop tasks in PostgreSQL
@@ -41,9 +44,13 @@ type drainSetup struct {
 // measures the raw ceiling (sqstest.MeasureCeiling: b.N messages sent, received and
 // deleted in batches of 10 with nothing else in the way). Reported: tasks/s,
 // ceiling_msgs/s and their ratio (ns/op is per task), and per task the SQS calls and
-// claim statements of the drain. The sub-benchmarks run the defaults and, for
+// claim statements of the drain, and the CPU per task of the drain (this process,
+// PostgreSQL's backends of the test database, fauxqs: task_*_us) against the ceiling's
+// CPU per message (ceil_msg_*_us). The sub-benchmarks run the defaults and, for
 // comparison in the same run, one enqueue round at a time per queue (as before
-// RoundsPerQueue) and a single fetch loop per worker.
+// RoundsPerQueue), a single fetch loop per worker, and fetches of one receive (10
+// messages, as before sqsmode.FetchBatch) and the enqueuer's rounds of 100 sent 4 calls
+// at once (the defaults before session 7).
 //
 //	go test -run '^$' -bench SQSModeDrain -benchtime 10000x -count 3 ./internal/sqsmode/
 func BenchmarkSQSModeDrain(b *testing.B) {
@@ -51,6 +58,8 @@ func BenchmarkSQSModeDrain(b *testing.B) {
 		{name: "defaults"},
 		{name: "rounds_per_queue=1", roundsPerQueue: 1},
 		{name: "fetch_loops=1", fetchLoops: 1},
+		{name: "fetch_batch=10", fetchBatch: 10},
+		{name: "enqueue_batch=100,send_concurrency=4", enqueueBatch: 100, sendConcurrency: 4},
 	} {
 		b.Run(setup.name, func(b *testing.B) { benchmarkSQSModeDrain(b, setup) })
 	}
@@ -88,19 +97,25 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		fleet.start(b, runCtx, src, runtime.Config{Store: st, FetchLoops: setup.fetchLoops, Logger: logger}, &ran)
+		fleet.start(b, runCtx, src, runtime.Config{Store: st, FetchLoops: setup.fetchLoops, FetchBatch: setup.fetchBatch,
+			Logger: logger}, &ran)
 	}
 	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
-		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, Metrics: metrics, Logger: logger})
+		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, BatchSize: setup.enqueueBatch,
+		SendConcurrency: setup.sendConcurrency, Metrics: metrics, Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}
 
 	b.ResetTimer()
+	meter := startCPUMeter(b, pool)
+	stopProfile := profileDrain(b)
 	start := time.Now()
 	go enq.Run(runCtx)
 	waitDrained(b, pool, metrics, &ran, b.N)
 	elapsed := time.Since(start)
+	drainCPU := meter.stop(b)
+	stopProfile()
 	b.StopTimer()
 
 	stop()
@@ -111,16 +126,23 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 	n := float64(b.N)
 	b.ReportMetric(float64(calls.total())/n, "sqs_calls/task")
 	b.ReportMetric(float64(st.claims.Load())/n, "claims/task")
+	st.reportEnqueueRounds(b)
+	st.reportStatementTimes(b)
 
 	ceilingURL := srv.CreateQueue(b, "ceiling")
-	ceiling, err := sqstest.MeasureCeiling(ctx, benchClient(b, srv), ceilingURL, b.N, benchClients)
+	ceilingClient := benchClient(b, srv)
+	meter = startCPUMeter(b, nil)
+	ceiling, err := sqstest.MeasureCeiling(ctx, ceilingClient, ceilingURL, b.N, benchClients)
 	if err != nil {
 		b.Fatal(err)
 	}
+	ceilingCPU := meter.stop(b)
 	perSecond := n / elapsed.Seconds()
 	b.ReportMetric(perSecond, "tasks/s")
 	b.ReportMetric(ceiling, "ceiling_msgs/s")
 	b.ReportMetric(perSecond/ceiling, "ratio")
+	drainCPU.report(b, "task", b.N)
+	ceilingCPU.report(b, "ceil_msg", b.N)
 }
 
 // benchClient is an SQS client for srv made as `rota serve` and `rota worker` make theirs
@@ -187,14 +209,15 @@ type benchFleet struct {
 }
 
 // start runs a worker on src until ctx ends. cfg brings the store and any tuning; start
-// sets what SQS mode needs (src's worker id and lease, its batch, ENQUEUED) and a noop
+// sets what SQS mode needs (src's worker id and lease, its batch unless cfg has one, ENQUEUED) and a noop
 // handler that counts its runs in ran.
 func (f *benchFleet) start(b *testing.B, ctx context.Context, src *sqsmode.Source, cfg runtime.Config, ran *atomic.Int64) {
 	b.Helper()
 	mux := runtime.NewMux()
 	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { ran.Add(1); return nil })
 	cfg.Mux, cfg.Source, cfg.ClaimFrom = mux, src, store.StatusEnqueued
-	cfg.WorkerID, cfg.LeaseDuration, cfg.FetchBatch = src.WorkerID(), src.LeaseDuration(), sqsmode.MaxReceiveBatch
+	cfg.WorkerID, cfg.LeaseDuration = src.WorkerID(), src.LeaseDuration()
+	cfg.FetchBatch = cmp.Or(cfg.FetchBatch, sqsmode.FetchBatch)
 	w, err := runtime.NewWorker(cfg)
 	if err != nil {
 		b.Fatal(err)

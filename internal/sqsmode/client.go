@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	smithyendpoints "github.com/aws/smithy-go/endpoints"
 )
 
 // DefaultRegion is the region used when the AWS configuration names none (an emulator
@@ -56,7 +58,44 @@ func NewClient(ctx context.Context, cfg ClientConfig) (*sqs.Client, error) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
+		next := o.EndpointResolverV2
+		if next == nil {
+			next = sqs.NewDefaultEndpointResolverV2()
+		}
+		o.EndpointResolverV2 = &cachedEndpoints{next: next}
 	}), nil
+}
+
+// cachedEndpoints remembers what the SDK's endpoint resolver answered for each set of
+// parameters. The SDK resolves the endpoint on every call by running SQS's endpoint
+// rules and parsing the resulting URL: about a third of a call's own CPU in the SDK,
+// measured under the SQS drain (docs/performance.md). The answer depends only on the
+// parameters (region, FIPS, dual stack, the configured endpoint), which a client keeps.
+type cachedEndpoints struct {
+	next  sqs.EndpointResolverV2
+	cache sync.Map // endpointKey -> smithyendpoints.Endpoint
+}
+
+// endpointKey is sqs.EndpointParameters by value (its fields are pointers).
+type endpointKey struct {
+	region, endpoint string
+	dualStack, fips  bool
+	// set says which of the pointers were set: nil differs from a zero value.
+	set [4]bool
+}
+
+func (c *cachedEndpoints) ResolveEndpoint(ctx context.Context, p sqs.EndpointParameters) (smithyendpoints.Endpoint, error) {
+	key := endpointKey{region: aws.ToString(p.Region), endpoint: aws.ToString(p.Endpoint),
+		dualStack: aws.ToBool(p.UseDualStack), fips: aws.ToBool(p.UseFIPS),
+		set: [4]bool{p.Region != nil, p.Endpoint != nil, p.UseDualStack != nil, p.UseFIPS != nil}}
+	if e, ok := c.cache.Load(key); ok {
+		return e.(smithyendpoints.Endpoint), nil
+	}
+	e, err := c.next.ResolveEndpoint(ctx, p)
+	if err == nil {
+		c.cache.Store(key, e)
+	}
+	return e, err
 }
 
 // newHTTPClient is the SDK's default HTTP client keeping up to maxIdleConns idle

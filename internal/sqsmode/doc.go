@@ -5,10 +5,10 @@
 //
 //	rota serve --mode sqs                 rota worker --mode sqs
 //	  Enqueuer (one loop per Rota queue)    Source (a runtime.Source)
-//	    Store.EnqueueDue: lock due tasks      ReceiveMessage (long poll, up to 10)
+//	    Store.EnqueueDue: lock due tasks      ReceiveMessage (long poll, 10; up to 40)
 //	      SKIP LOCKED, send their ids         ClaimTasks(ENQUEUED -> PROCESSING, by id)
 //	      (SendMessageBatch), mark the        the runtime runs the handlers, heartbeats
-//	      sent ones ENQUEUED, commit            (Extend: ChangeMessageVisibility)
+//	      sent ones ENQUEUED, commit            (Extend: ChangeMessageVisibilityBatch)
 //	  DLQ relay (dlq.go)                    the committer writes the outcome, then
 //	    Store.PublishDeadLetters: lock the      Settle: DeleteMessageBatch
 //	      dead letters awaiting the DLQ,

@@ -94,7 +94,7 @@ func benchmarkBusyBesideIdle(b *testing.B, holdSlots bool) {
 		limits[q] = 0
 	}
 	w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, Source: source, ClaimFrom: store.StatusEnqueued,
-		WorkerID: src.WorkerID(), LeaseDuration: src.LeaseDuration(), FetchBatch: sqsmode.MaxReceiveBatch,
+		WorkerID: src.WorkerID(), LeaseDuration: src.LeaseDuration(), FetchBatch: sqsmode.FetchBatch,
 		Queues: limits, Concurrency: concurrency, Logger: logger})
 	if err != nil {
 		b.Fatal(err)

@@ -30,6 +30,8 @@ type Source struct {
 	claims  map[string]*claimBatcher // by Rota queue
 	acks    *background              // settles and sorting out received messages
 	extends *background              // visibility extensions
+	// extendsBatch gathers the heartbeats' extensions into batch calls (extend.go).
+	extendsBatch *extendBatcher
 
 	// deferred holds the sorting out (sortOut) of received messages that found every ack
 	// slot busy. The next Fetch runs it, before it receives: the tasks claimed with those
@@ -50,10 +52,13 @@ type receipt struct {
 	handle   string
 }
 
-// Fetch receives up to min(max, 10) messages of Rota queue rq and claims their tasks in
-// one statement, shared with the claims of the worker's other fetch loops that arrive
-// while one is running (claimBatcher). Messages it cannot use are deleted or hidden again
-// in the background (sortOut), or by the next Fetch when every background slot is busy.
+// Fetch receives up to max messages of Rota queue rq and claims their tasks in one
+// statement, shared with the claims of the worker's other fetch loops that arrive while
+// one is running (claimBatcher). One receive takes at most 10: when the first comes back
+// full and max asks for more, the rest are received at once by concurrent short polls
+// (receiveMore), so that a backlog is claimed FetchBatch ids a statement. Messages it
+// cannot use are deleted or hidden again in the background (sortOut), or by the next
+// Fetch when every background slot is busy.
 //
 // The runtime has reserved max slots for this call, so its long poll is short
 // (busyWaitSeconds): a queue that runs dry gives its slots back within a second, and its
@@ -66,7 +71,33 @@ func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Deliv
 	if err != nil || len(msgs) == 0 {
 		return nil, err
 	}
+	if len(msgs) == maxBatch && max > maxBatch {
+		msgs = append(msgs, s.receiveMore(ctx, rq, url, max-maxBatch)...)
+	}
 	return s.claim(ctx, rq, url, msgs)
+}
+
+// receiveMore receives up to n more messages of Rota queue rq after a full receive from
+// url: one short poll (no wait) per 10, all at once. It is opportunistic: a receive that
+// fails only brings nothing (the next Fetch meets the error again and reports it).
+func (s *Source) receiveMore(ctx context.Context, rq, url string, n int) []types.Message {
+	batches := make([][]types.Message, (n+maxBatch-1)/maxBatch)
+	var wg sync.WaitGroup
+	for i := range batches {
+		wg.Go(func() {
+			// The receipts are kept with the first receive's URL (claim): messages of
+			// another URL (the queue made again meanwhile) are left to come back.
+			if got, msgs, err := s.receive(ctx, rq, min(maxBatch, n-i*maxBatch), 0); err == nil && got == url {
+				batches[i] = msgs
+			}
+		})
+	}
+	wg.Wait()
+	var out []types.Message
+	for _, b := range batches {
+		out = append(out, b...)
+	}
+	return out
 }
 
 // FetchIdle is Fetch for an idle queue, whose loop holds no slot (runtime.IdleFetcher):
@@ -292,32 +323,6 @@ func (s *Source) judgeUnclaimed(ctx context.Context, rq string, id uuid.UUID, m 
 		tidy.hide(m, v.hideFor)
 	default:
 		s.log.Warn("leaving a message for redelivery: its task could not be read", append(attrs, "error", err)...)
-	}
-}
-
-// Extend keeps a running task's message hidden for another lease, so that no other
-// worker receives it meanwhile. It returns at once (the call runs in the background,
-// or is skipped when too many are in flight): a missed extension only costs a duplicate
-// delivery, which the claim rejects, since the store's lease is what fences the task.
-func (s *Source) Extend(ctx context.Context, d runtime.Delivery, lease time.Duration) {
-	r, ok := d.Receipt.(receipt)
-	if !ok {
-		s.log.Error("extend: a delivery that is not this source's", "task_id", d.Task.ID)
-		return
-	}
-	started := s.extends.tryGo(func() {
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.CallTimeout)
-		defer cancel()
-		_, err := s.client.ChangeMessageVisibility(cctx, &sqs.ChangeMessageVisibilityInput{
-			QueueUrl: aws.String(r.queueURL), ReceiptHandle: aws.String(r.handle), VisibilityTimeout: visibilitySeconds(lease),
-		})
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("extending a message's visibility failed; it may be delivered again (harmless)",
-				"queue", d.Task.Queue, "task_id", d.Task.ID, "error", err)
-		}
-	})
-	if !started {
-		s.log.Debug("too many visibility extensions in flight; skipped one", "task_id", d.Task.ID)
 	}
 }
 

@@ -95,6 +95,7 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	log := cfg.Logger.With("component", "sqs-source", "worker_id", cfg.WorkerID)
 	s := &Source{cfg: cfg, client: cfg.Client, queues: cfg.Queues, metrics: cfg.Metrics, log: log,
 		acks: newBackground(ackSlots), extends: newBackground(extendSlots)}
+	s.extendsBatch = &extendBatcher{src: s}
 	s.claims = make(map[string]*claimBatcher)
 	for _, rq := range cfg.Queues.RotaQueues() {
 		s.claims[rq] = &claimBatcher{claim: func(ctx context.Context, ids []uuid.UUID) ([]*store.Task, store.ClaimReport, error) {

@@ -29,6 +29,7 @@ type countingStore struct {
 	store.Store
 	rounds, roundNanos, sendNanos atomic.Int64
 	claims, commits               atomic.Int64
+	claimNanos, commitNanos       atomic.Int64
 }
 
 func (s *countingStore) EnqueueDue(ctx context.Context, p store.EnqueueParams,
@@ -49,12 +50,25 @@ func (s *countingStore) EnqueueDue(ctx context.Context, p store.EnqueueParams,
 
 func (s *countingStore) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
 	s.claims.Add(1)
+	defer func(start time.Time) { s.claimNanos.Add(int64(time.Since(start))) }(time.Now())
 	return s.Store.ClaimTasks(ctx, p)
 }
 
 func (s *countingStore) RecordOutcomes(ctx context.Context, o []store.Outcome) ([]store.OutcomeResult, error) {
 	s.commits.Add(1)
+	defer func(start time.Time) { s.commitNanos.Add(int64(time.Since(start))) }(time.Now())
 	return s.Store.RecordOutcomes(ctx, o)
+}
+
+// reportStatementTimes reports the mean wall time of a claim and of an outcome batch:
+// a worker's slot is held through both.
+func (s *countingStore) reportStatementTimes(b *testing.B) {
+	if n := s.claims.Load(); n > 0 {
+		b.ReportMetric(float64(s.claimNanos.Load())/float64(n)/1e6, "claim_ms")
+	}
+	if n := s.commits.Load(); n > 0 {
+		b.ReportMetric(float64(s.commitNanos.Load())/float64(n)/1e6, "outcomes_ms")
+	}
 }
 
 // callCounter counts the SQS calls of the clients it wraps.
