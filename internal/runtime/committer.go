@@ -42,8 +42,13 @@ type pendingOutcome struct {
 
 func newCommitter(w *Worker) *committer {
 	return &committer{
-		w:     w,
-		in:    make(chan pendingOutcome, w.cfg.Concurrency),
+		w: w,
+		// Room for a whole batch besides the slots: a handler hands its outcome over and
+		// frees its slot while the previous batch is being written. With room for only
+		// Concurrency outcomes, every slot of a busy worker waited for each write to end
+		// before its next claim. A committer that stalls (the database is down) still
+		// stalls claiming once this is full.
+		in:    make(chan pendingOutcome, max(w.cfg.Concurrency, w.cfg.CommitBatch)),
 		done:  make(chan struct{}),
 		hurry: make(chan struct{}, 1),
 	}

@@ -18,7 +18,7 @@ import (
 // executor runs claimed tasks, one goroutine each. The pool is bounded by the capacity
 // the fetchers reserved: a goroutine exists only for a reserved slot and gives the slot
 // back once its outcome is handed to the committer (so a stalled committer stalls
-// claiming too).
+// claiming too, once its queue of outcomes is full).
 type executor struct {
 	w    *Worker
 	base context.Context // parent of every handler context; cancelled after ShutdownGrace
