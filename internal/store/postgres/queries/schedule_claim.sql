@@ -59,13 +59,25 @@
 -- One row per claimed schedule and run (has_run = false, placeholder task columns, for a
 -- schedule that enqueued nothing), by schedule name and tick.
 WITH due AS MATERIALIZED (
-    SELECT id, name, kind, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id, waiting_run_id,
-           task_kind, task_queue, task_payload, task_max_attempts, flow_template
-    FROM rota.schedules
-    WHERE enabled AND next_run_at <= now()
-    ORDER BY next_run_at
+    -- Stripe by stripe (id % 16, index schedules_due_stripes of migration 0026), from
+    -- this connection's own stripe on (pg_backend_pid), each stripe under a
+    -- transaction-level advisory lock taken without waiting: concurrent claimers work in
+    -- different stripes instead of all walking, and failing to lock, the same first rows.
+    -- A stripe another claim holds is passed over whole, so a claim that finds every
+    -- stripe held returns at once. Rows are still locked FOR UPDATE SKIP LOCKED, and
+    -- every tick still fires once: the stripe locks only keep claimers apart. The outer
+    -- LIMIT stops the walk (and the locking of further stripes) once the batch is full.
+    SELECT d.*
+    FROM generate_series(0, 15) AS g (i),
+         LATERAL (SELECT id, name, kind, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id,
+                         waiting_run_id, task_kind, task_queue, task_payload, task_max_attempts, flow_template
+                  FROM rota.schedules
+                  WHERE enabled AND id % 16 = (g.i + pg_backend_pid()) % 16 AND next_run_at <= now()
+                  ORDER BY id % 16, next_run_at
+                  LIMIT {{limit}}
+                  FOR UPDATE SKIP LOCKED) d
+    WHERE pg_try_advisory_xact_lock(1919906913, (g.i + pg_backend_pid()) % 16) -- 'rota', stripe
     LIMIT {{limit}}
-    FOR UPDATE SKIP LOCKED
 ), state AS MATERIALIZED (
     -- One primary-key probe per run, none for allow (CASE), through a function: see
     -- "rota.tasks is not named here" above.
