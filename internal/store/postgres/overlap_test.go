@@ -56,7 +56,11 @@ func TestRunEndWaitsForTheClaimThatBuffers(t *testing.T) {
 	ctx := context.Background()
 	running, next := overlapSchedule(t, st, "buf", store.OverlapBufferOne)
 	next()
-	tx, holder := beginHolding(t, pool, postgres.ClaimSchedulesSQL(10)) // buffers a run, uncommitted
+	steps := postgres.ClaimSchedulesSteps(10)
+	tx, holder := beginHolding(t, pool, steps[0]) // locks the schedule
+	if _, err := tx.Exec(ctx, steps[1]); err != nil { // buffers a run, uncommitted
+		t.Fatal(err)
+	}
 
 	done := make(chan error, 1)
 	go func() {

@@ -1,8 +1,7 @@
--- ClaimDueSchedules, in one statement (one round trip, atomic by itself):
+-- ClaimDueSchedules, step 2 of 2, in the transaction of step 1 (schedule_claim_lock.sql),
+-- which locked the due schedules and named them in rota.claimed_schedules:
 --
---   due:      locks up to limit due, enabled schedules, earliest first (SKIP LOCKED:
---             concurrent claimers take disjoint sets; a row another claim advanced
---             meanwhile is re-checked and dropped);
+--   due:      those schedules;
 --   state:    for overlap other than allow, whether the current run is unfinished
 --             (busy) and a held run waits (waiting); a current_run_id naming no live task
 --             counts as finished (the trigger of migration 0017 clears it; this is the
@@ -51,33 +50,21 @@
 -- counter in tick order (in rand_a and the top of rand_b) so that one claim's runs sort
 -- in tick order, then 48 random bits.
 --
--- The numbers (the double-braced names) are written into the text (by the adapter, from ints), not passed as
--- parameters: a statement without parameters is planned once per connection, while a
--- parameterized LIMIT makes the generic plan guess 10% of the table (a sequential scan
--- and hash join for the update), so PostgreSQL would re-plan every call (about 1 ms).
+-- The numbers (the double-braced names; and the limit of step 1) are written into the
+-- text (by the adapter, from ints), not passed as parameters: a statement without
+-- parameters is planned once per connection, while a parameterized LIMIT makes the
+-- generic plan guess 10% of the table (a sequential scan and hash join for the update),
+-- so PostgreSQL would re-plan every call (about 1 ms). The schedules come from a
+-- setting for the same reason.
 --
 -- One row per claimed schedule and run (has_run = false, placeholder task columns, for a
 -- schedule that enqueued nothing), by schedule name and tick.
 WITH due AS MATERIALIZED (
-    -- Stripe by stripe (id % 16, index schedules_due_stripes of migration 0026), from
-    -- this connection's own stripe on (pg_backend_pid), each stripe under a
-    -- transaction-level advisory lock taken without waiting: concurrent claimers work in
-    -- different stripes instead of all walking, and failing to lock, the same first rows.
-    -- A stripe another claim holds is passed over whole, so a claim that finds every
-    -- stripe held returns at once. Rows are still locked FOR UPDATE SKIP LOCKED, and
-    -- every tick still fires once: the stripe locks only keep claimers apart. The outer
-    -- LIMIT stops the walk (and the locking of further stripes) once the batch is full.
-    SELECT d.*
-    FROM generate_series(0, 15) AS g (i),
-         LATERAL (SELECT id, name, kind, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id,
-                         waiting_run_id, task_kind, task_queue, task_payload, task_max_attempts, flow_template
-                  FROM rota.schedules
-                  WHERE enabled AND id % 16 = (g.i + pg_backend_pid()) % 16 AND next_run_at <= now()
-                  ORDER BY id % 16, next_run_at
-                  LIMIT {{limit}}
-                  FOR UPDATE SKIP LOCKED) d
-    WHERE pg_try_advisory_xact_lock(1919906913, (g.i + pg_backend_pid()) % 16) -- 'rota', stripe
-    LIMIT {{limit}}
+    -- The schedules step 1 locked in this transaction (schedule_claim_lock.sql).
+    SELECT id, name, kind, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id, waiting_run_id,
+           task_kind, task_queue, task_payload, task_max_attempts, flow_template
+    FROM rota.schedules
+    WHERE id = ANY (nullif(current_setting('rota.claimed_schedules', true), '')::bigint[])
 ), state AS MATERIALIZED (
     -- One primary-key probe per run, none for allow (CASE), through a function: see
     -- "rota.tasks is not named here" above.
@@ -146,7 +133,9 @@ WITH due AS MATERIALIZED (
         last_skipped_at  = CASE WHEN p.skipped > 0 THEN now() ELSE s.last_skipped_at END,
         updated_at       = now()
     FROM planned p LEFT JOIN latest l ON l.name = p.name
-    WHERE s.id = p.id
+    -- (the first condition is for the planner: a primary-key probe per schedule, never a
+    -- scan of the table joined by hash)
+    WHERE s.id = ANY (nullif(current_setting('rota.claimed_schedules', true), '')::bigint[]) AND s.id = p.id
 )
 SELECT p.name, p.skipped, p.new_next_run_at, i.id IS NOT NULL AS has_run,
        CASE WHEN p.kind = 'flow' THEN p.ticks END AS flow_ticks, p.flow_template,
