@@ -57,8 +57,9 @@ func TestRunEndWaitsForTheClaimThatBuffers(t *testing.T) {
 	running, next := overlapSchedule(t, st, "buf", store.OverlapBufferOne)
 	next()
 	steps := postgres.ClaimSchedulesSteps(10)
-	tx, holder := beginHolding(t, pool, steps[0]) // locks the schedule
-	if _, err := tx.Exec(ctx, steps[1]); err != nil { // buffers a run, uncommitted
+	// Locks the schedule and buffers a run, uncommitted.
+	tx, holder := beginHolding(t, pool, steps[0])
+	if _, err := tx.Exec(ctx, steps[1]); err != nil {
 		t.Fatal(err)
 	}
 
