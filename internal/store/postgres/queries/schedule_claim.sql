@@ -6,8 +6,10 @@
 --             (busy) and a held run waits (waiting); a current_run_id naming no live task
 --             counts as finished (the trigger of migration 0017 clears it; this is the
 --             belt to its braces);
---   planned:  their ticks per catch-up policy (rota.schedule_due_ticks, migration 0004;
---             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit), then which of
+--   ticks:    the due ticks per catch-up policy (rota.schedule_due_ticks, migration 0004;
+--             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit), once per
+--             distinct spec, zone, due time and policy among them;
+--   planned:  each schedule's ticks, then which of
 --             them run per overlap policy (the rule of store.Overlap, in a CASE: a
 --             PL/pgSQL call per schedule cost more): allow all; skip the first unless
 --             busy; cancel_other the last; buffer_one the first and the second held when
@@ -75,12 +77,23 @@ WITH due AS MATERIALIZED (
            CASE WHEN d.overlap = 'allow' OR d.waiting_run_id IS NULL THEN false
                 ELSE coalesce(rota.schedule_run_status(d.waiting_run_id) = 'PENDING', false) END AS waiting
     FROM due d
+), ticks AS MATERIALIZED (
+    -- Once per spec, zone, due time and catch-up policy, not per schedule: schedules due
+    -- together mostly share them (every "0 * * * *" of a zone is due at the same hour),
+    -- and the function is the claim's costliest part per call (PL/pgSQL, the spec parsed
+    -- each time). now() is one value in a statement, so the result is the same.
+    SELECT k.cron_spec, k.timezone, k.next_run_at, k.catch_up, p.ticks, p.skipped, p.next_run_at AS new_next_run_at
+    FROM (SELECT DISTINCT cron_spec, timezone, next_run_at, catch_up FROM due) k,
+         LATERAL rota.schedule_due_ticks(k.cron_spec, k.timezone, k.next_run_at, k.catch_up, {{max_runs}}, {{scan_limit}}) p
 ), planned AS MATERIALIZED (
     SELECT s.*, o.run_ticks AS ticks, o.held_from,
            p.skipped + cardinality(p.ticks) - cardinality(o.run_ticks) AS skipped,
-           p.next_run_at AS new_next_run_at
-    FROM state s,
-         LATERAL rota.schedule_due_ticks(s.cron_spec, s.timezone, s.next_run_at, s.catch_up, {{max_runs}}, {{scan_limit}}) p,
+           p.new_next_run_at
+    -- (LEFT: every schedule has its ticks, and the planner then counts one row per
+    -- schedule, not one in all, which made the update below a nested loop over pairs)
+    FROM state s
+         LEFT JOIN ticks p ON (p.cron_spec, p.timezone, p.next_run_at, p.catch_up)
+                            = (s.cron_spec, s.timezone, s.next_run_at, s.catch_up),
          LATERAL (SELECT CASE
                       WHEN s.overlap = 'allow' OR cardinality(p.ticks) = 0 THEN p.ticks
                       WHEN s.overlap = 'skip' THEN CASE WHEN s.busy THEN '{}' ELSE p.ticks[1:1] END
@@ -133,9 +146,7 @@ WITH due AS MATERIALIZED (
         last_skipped_at  = CASE WHEN p.skipped > 0 THEN now() ELSE s.last_skipped_at END,
         updated_at       = now()
     FROM planned p LEFT JOIN latest l ON l.name = p.name
-    -- (the first condition is for the planner: a primary-key probe per schedule, never a
-    -- scan of the table joined by hash)
-    WHERE s.id = ANY (nullif(current_setting('rota.claimed_schedules', true), '')::bigint[]) AND s.id = p.id
+    WHERE s.id = p.id
 )
 SELECT p.name, p.skipped, p.new_next_run_at, i.id IS NOT NULL AS has_run,
        CASE WHEN p.kind = 'flow' THEN p.ticks END AS flow_ticks, p.flow_template,
