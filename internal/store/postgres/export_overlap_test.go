@@ -5,3 +5,6 @@ package postgres
 func ClaimSchedulesSteps(limit int) [2]string {
 	return [2]string{claimSchedulesLockSQL(limit), sqlClaimSchedules}
 }
+
+// ScheduleClaimStripes is how many stripes the schedule claim walks.
+const ScheduleClaimStripes = scheduleClaimStripes

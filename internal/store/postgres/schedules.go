@@ -41,11 +41,17 @@ var (
 	sqlClaimSchedulesLock = query("schedule_claim_lock.sql")
 )
 
+// scheduleClaimStripes is how many stripes (id % scheduleClaimStripes) the claim walks
+// due schedules in (queries/schedule_claim_lock.sql); the expression of the index
+// schedules_due_stripes (migration 0026) must be the same.
+const scheduleClaimStripes = 64
+
 // claimSchedulesLockSQL is step 1 of the claim for a limit (see
 // queries/schedule_claim.sql for why the limit is in the text); sqlClaimSchedules is
 // step 2.
 func claimSchedulesLockSQL(limit int) string {
-	return strings.ReplaceAll(sqlClaimSchedulesLock, "{{limit}}", strconv.Itoa(limit))
+	return strings.NewReplacer("{{limit}}", strconv.Itoa(limit),
+		"{{stripes}}", strconv.Itoa(scheduleClaimStripes)).Replace(sqlClaimSchedulesLock)
 }
 
 // SQLSTATE invalid_parameter_value: what rota.next_cron_tick raises, naming the field,

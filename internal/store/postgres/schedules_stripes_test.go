@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
 )
 
-// TestScheduleClaimKeepsToFreeStripes: a claim passes over the stripes (id % 16) another
+// TestScheduleClaimKeepsToFreeStripes: a claim passes over the stripes (id % 64) another
 // claim holds, whole, instead of walking their rows (migration 0026,
 // queries/schedule_claim.sql): with every stripe but one held, a claim takes only the
 // due schedules of the free stripe and leaves the rest due; once the holder is gone, the
@@ -19,7 +20,8 @@ func TestScheduleClaimKeepsToFreeStripes(t *testing.T) {
 	t.Parallel()
 	st, pool := newStore(t)
 	ctx := context.Background()
-	for i := range 48 { // three per stripe
+	n := 2 * postgres.ScheduleClaimStripes // two per stripe
+	for i := range n {
 		if _, err := st.CreateSchedule(ctx, store.ScheduleParams{Name: fmt.Sprintf("stripe-%02d", i),
 			CronSpec: "0 0 1 1 *", Task: store.TaskTemplate{Kind: "noop", Queue: "stripes"}}); err != nil {
 			t.Fatal(err)
@@ -29,11 +31,11 @@ func TestScheduleClaimKeepsToFreeStripes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var free int
-	if err := pool.QueryRow(ctx, `SELECT (id % 16)::int FROM rota.schedules WHERE name = 'stripe-07'`).Scan(&free); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT (id % $1)::int FROM rota.schedules WHERE name = 'stripe-07'`, postgres.ScheduleClaimStripes).Scan(&free); err != nil {
 		t.Fatal(err)
 	}
 	var want []string
-	rows, err := pool.Query(ctx, `SELECT name FROM rota.schedules WHERE id % 16 = $1 ORDER BY name`, free)
+	rows, err := pool.Query(ctx, `SELECT name FROM rota.schedules WHERE id % $2 = $1 ORDER BY name`, free, postgres.ScheduleClaimStripes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestScheduleClaimKeepsToFreeStripes(t *testing.T) {
 		}
 		want = append(want, name)
 	}
-	if err := rows.Err(); err != nil || len(want) != 3 {
+	if err := rows.Err(); err != nil || len(want) != 2 {
 		t.Fatalf("schedules of stripe %d: %v, %v", free, want, err)
 	}
 
@@ -54,11 +56,12 @@ func TestScheduleClaimKeepsToFreeStripes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Rollback(ctx) //nolint:errcheck // the test ends it below
-	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(1919906913, s) FROM generate_series(0, 15) s WHERE s <> $1`, free); err != nil {
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_xact_lock(1919906913, s) FROM generate_series(0, $2 - 1) s WHERE s <> $1`,
+		free, postgres.ScheduleClaimStripes); err != nil {
 		t.Fatal(err)
 	}
 
-	claims, err := st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: 100})
+	claims, err := st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: n})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +77,11 @@ func TestScheduleClaimKeepsToFreeStripes(t *testing.T) {
 	if err := holder.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	claims, err = st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: 100})
+	claims, err = st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: n})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(claims) != 45 {
-		t.Fatalf("claim after the holder ended took %d schedules, want the other 45", len(claims))
+	if len(claims) != n-2 {
+		t.Fatalf("claim after the holder ended took %d schedules, want the other %d", len(claims), n-2)
 	}
 }
