@@ -56,7 +56,12 @@ func TestRunEndWaitsForTheClaimThatBuffers(t *testing.T) {
 	ctx := context.Background()
 	running, next := overlapSchedule(t, st, "buf", store.OverlapBufferOne)
 	next()
-	tx, holder := beginHolding(t, pool, postgres.ClaimSchedulesSQL(10)) // buffers a run, uncommitted
+	steps := postgres.ClaimSchedulesSteps(10)
+	// Locks the schedule and buffers a run, uncommitted.
+	tx, holder := beginHolding(t, pool, steps[0])
+	if _, err := tx.Exec(ctx, steps[1]); err != nil {
+		t.Fatal(err)
+	}
 
 	done := make(chan error, 1)
 	go func() {

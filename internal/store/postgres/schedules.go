@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/store"
 )
@@ -37,12 +38,20 @@ var (
 	sqlClaimSchedules        = strings.NewReplacer(
 		"{{max_runs}}", strconv.Itoa(store.MaxCatchUpRuns),
 		"{{scan_limit}}", strconv.Itoa(store.CatchUpScanLimit)).Replace(query("schedule_claim.sql"))
+	sqlClaimSchedulesLock = query("schedule_claim_lock.sql")
 )
 
-// claimSchedulesSQL is the claim statement for a limit (see queries/schedule_claim.sql for
-// why the limit is in the text).
-func claimSchedulesSQL(limit int) string {
-	return strings.ReplaceAll(sqlClaimSchedules, "{{limit}}", strconv.Itoa(limit))
+// scheduleClaimStripes is how many stripes (id % scheduleClaimStripes) the claim walks
+// due schedules in (queries/schedule_claim_lock.sql); the expression of the index
+// schedules_due_stripes (migration 0026) must be the same.
+const scheduleClaimStripes = 64
+
+// claimSchedulesLockSQL is step 1 of the claim for a limit (see
+// queries/schedule_claim.sql for why the limit is in the text); sqlClaimSchedules is
+// step 2.
+func claimSchedulesLockSQL(limit int) string {
+	return strings.NewReplacer("{{limit}}", strconv.Itoa(limit),
+		"{{stripes}}", strconv.Itoa(scheduleClaimStripes)).Replace(sqlClaimSchedulesLock)
 }
 
 // SQLSTATE invalid_parameter_value: what rota.next_cron_tick raises, naming the field,
@@ -320,33 +329,81 @@ func (s *Store) TriggerScheduleFlow(ctx context.Context, name string) (*store.Fl
 	return res.Flow, nil
 }
 
-// ClaimDueSchedules claims up to Limit due schedules in one transaction: one statement
-// (queries/schedule_claim.sql) locks them (SKIP LOCKED), plans their ticks in the
-// database (catch-up, then overlap), advances next_run_at, cancels the runs cancel_other
-// replaces and inserts the new tasks; a tick whose run exists (its idempotency key is
-// held) is not inserted again. For kind flow schedules it returns the planned ticks,
-// and the same transaction starts their flows (startScheduledFlows): a flow exists if
-// and only if its schedule's advance committed, and the row lock keeps every other
-// claimer off the schedule until then.
+// ClaimDueSchedules claims up to Limit due schedules in one transaction of two
+// statements. Step 1 (queries/schedule_claim_lock.sql) locks them (stripe by stripe, SKIP
+// LOCKED); step 2 (queries/schedule_claim.sql) plans their ticks in the database
+// (catch-up, then overlap), advances next_run_at, cancels the runs cancel_other replaces
+// and inserts the new tasks; a tick whose run exists (its idempotency key is held) is not
+// inserted again. For kind flow schedules step 2 returns the planned ticks, and the same
+// transaction starts their flows (startScheduledFlows): a flow exists if and only if its
+// schedule's advance committed, and the row lock keeps every other claimer off the
+// schedule until then.
+//
+// Two round trips when no flow is due: BEGIN goes with step 1, and COMMIT with step 2
+// (or alone, when step 1 locked nothing).
 func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedulesParams) ([]store.ScheduleClaim, error) {
 	const op = "claim due schedules"
 	if params.Limit < 1 || params.Limit > store.MaxListLimit {
 		return nil, fmt.Errorf("%s: %w: limit must be between 1 and %d, got %d", op, store.ErrInvalid, store.MaxListLimit, params.Limit)
 	}
-	var claims []store.ScheduleClaim
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var (
-			flows []scheduledFlows
-			err   error
-		)
-		claims, flows, err = claimSchedules(ctx, tx, params.Limit)
-		if err != nil {
-			return err
-		}
-		return startScheduledFlows(ctx, tx, claims, flows)
-	})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, translateSchedule(op, err)
+	}
+	// A connection released inside a transaction (an error, a canceled ctx) is closed by
+	// the pool, never reused.
+	defer conn.Release()
+	claims, err := claimSchedulesTx(ctx, conn, params.Limit)
+	if err != nil {
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_, _ = conn.Exec(rollbackCtx, "ROLLBACK")
+			cancel()
+		}
+		return nil, translateSchedule(op, err)
+	}
+	return claims, nil
+}
+
+// claimSchedulesTx runs the claim's transaction on conn (errors untranslated; the caller
+// rolls back).
+func claimSchedulesTx(ctx context.Context, conn *pgxpool.Conn, limit int) ([]store.ScheduleClaim, error) {
+	var (
+		locked   int
+		anyFlows bool
+		ids      string
+	)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(claimSchedulesLockSQL(limit)).QueryRow(func(row pgx.Row) error { return row.Scan(&ids, &locked, &anyFlows) })
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	if locked == 0 {
+		_, err := conn.Exec(ctx, "COMMIT")
+		return nil, err
+	}
+	if anyFlows {
+		claims, flows, err := claimSchedules(ctx, conn)
+		if err != nil {
+			return nil, err
+		}
+		if err := startScheduledFlows(ctx, conn, claims, flows); err != nil {
+			return nil, err
+		}
+		_, err = conn.Exec(ctx, "COMMIT")
+		return claims, err
+	}
+	var claims []store.ScheduleClaim
+	b = &pgx.Batch{}
+	b.Queue(sqlClaimSchedules).Query(func(rows pgx.Rows) error {
+		var err error
+		claims, _, err = readScheduleClaims(rows)
+		return err
+	})
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
 	}
 	return claims, nil
 }
@@ -359,13 +416,19 @@ type scheduledFlows struct {
 	template []byte
 }
 
-// claimSchedules runs the claim statement and reads its rows (errors untranslated).
-func claimSchedules(ctx context.Context, tx pgx.Tx, limit int) ([]store.ScheduleClaim, []scheduledFlows, error) {
-	rows, err := tx.Query(ctx, claimSchedulesSQL(limit))
+// claimSchedules runs step 2 of the claim and reads its rows (errors untranslated).
+func claimSchedules(ctx context.Context, q querier) ([]store.ScheduleClaim, []scheduledFlows, error) {
+	rows, err := q.Query(ctx, sqlClaimSchedules)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
+	return readScheduleClaims(rows)
+}
+
+// readScheduleClaims reads the rows of step 2 of the claim: one per schedule and run,
+// by schedule name.
+func readScheduleClaims(rows pgx.Rows) ([]store.ScheduleClaim, []scheduledFlows, error) {
 	var (
 		claims []store.ScheduleClaim
 		flows  []scheduledFlows
@@ -400,7 +463,7 @@ func claimSchedules(ctx context.Context, tx pgx.Tx, limit int) ([]store.Schedule
 // startScheduledFlows starts one flow per planned tick of the kind flow schedules, keyed
 // schedule:<name>:<unix of the tick> (a tick whose flow exists starts nothing), and names
 // the newest flow started the schedule's current run (overlap skip reads it).
-func startScheduledFlows(ctx context.Context, tx pgx.Tx, claims []store.ScheduleClaim, flows []scheduledFlows) error {
+func startScheduledFlows(ctx context.Context, tx querier, claims []store.ScheduleClaim, flows []scheduledFlows) error {
 	for _, sf := range flows {
 		c := &claims[sf.claim]
 		tmpl, err := store.DecodeFlowTemplate(sf.template)

@@ -1,14 +1,15 @@
--- ClaimDueSchedules, in one statement (one round trip, atomic by itself):
+-- ClaimDueSchedules, step 2 of 2, in the transaction of step 1 (schedule_claim_lock.sql),
+-- which locked the due schedules and named them in rota.claimed_schedules:
 --
---   due:      locks up to limit due, enabled schedules, earliest first (SKIP LOCKED:
---             concurrent claimers take disjoint sets; a row another claim advanced
---             meanwhile is re-checked and dropped);
+--   due:      those schedules;
 --   state:    for overlap other than allow, whether the current run is unfinished
 --             (busy) and a held run waits (waiting); a current_run_id naming no live task
 --             counts as finished (the trigger of migration 0017 clears it; this is the
 --             belt to its braces);
---   planned:  their ticks per catch-up policy (rota.schedule_due_ticks, migration 0004;
---             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit), then which of
+--   ticks:    the due ticks per catch-up policy (rota.schedule_due_ticks, migration 0004;
+--             max_runs = MaxCatchUpRuns, scan_limit = CatchUpScanLimit), once per
+--             distinct spec, zone, due time and policy among them;
+--   planned:  each schedule's ticks, then which of
 --             them run per overlap policy (the rule of store.Overlap, in a CASE: a
 --             PL/pgSQL call per schedule cost more): allow all; skip the first unless
 --             busy; cancel_other the last; buffer_one the first and the second held when
@@ -51,21 +52,21 @@
 -- counter in tick order (in rand_a and the top of rand_b) so that one claim's runs sort
 -- in tick order, then 48 random bits.
 --
--- The numbers (the double-braced names) are written into the text (by the adapter, from ints), not passed as
--- parameters: a statement without parameters is planned once per connection, while a
--- parameterized LIMIT makes the generic plan guess 10% of the table (a sequential scan
--- and hash join for the update), so PostgreSQL would re-plan every call (about 1 ms).
+-- The numbers (the double-braced names; and the limit of step 1) are written into the
+-- text (by the adapter, from ints), not passed as parameters: a statement without
+-- parameters is planned once per connection, while a parameterized LIMIT makes the
+-- generic plan guess 10% of the table (a sequential scan and hash join for the update),
+-- so PostgreSQL would re-plan every call (about 1 ms). The schedules come from a
+-- setting for the same reason.
 --
 -- One row per claimed schedule and run (has_run = false, placeholder task columns, for a
 -- schedule that enqueued nothing), by schedule name and tick.
 WITH due AS MATERIALIZED (
+    -- The schedules step 1 locked in this transaction (schedule_claim_lock.sql).
     SELECT id, name, kind, cron_spec, timezone, next_run_at, catch_up, overlap, current_run_id, waiting_run_id,
            task_kind, task_queue, task_payload, task_max_attempts, flow_template
     FROM rota.schedules
-    WHERE enabled AND next_run_at <= now()
-    ORDER BY next_run_at
-    LIMIT {{limit}}
-    FOR UPDATE SKIP LOCKED
+    WHERE id = ANY (nullif(current_setting('rota.claimed_schedules', true), '')::bigint[])
 ), state AS MATERIALIZED (
     -- One primary-key probe per run, none for allow (CASE), through a function: see
     -- "rota.tasks is not named here" above.
@@ -76,12 +77,23 @@ WITH due AS MATERIALIZED (
            CASE WHEN d.overlap = 'allow' OR d.waiting_run_id IS NULL THEN false
                 ELSE coalesce(rota.schedule_run_status(d.waiting_run_id) = 'PENDING', false) END AS waiting
     FROM due d
+), ticks AS MATERIALIZED (
+    -- Once per spec, zone, due time and catch-up policy, not per schedule: schedules due
+    -- together mostly share them (every "0 * * * *" of a zone is due at the same hour),
+    -- and the function is the claim's costliest part per call (PL/pgSQL, the spec parsed
+    -- each time). now() is one value in a statement, so the result is the same.
+    SELECT k.cron_spec, k.timezone, k.next_run_at, k.catch_up, p.ticks, p.skipped, p.next_run_at AS new_next_run_at
+    FROM (SELECT DISTINCT cron_spec, timezone, next_run_at, catch_up FROM due) k,
+         LATERAL rota.schedule_due_ticks(k.cron_spec, k.timezone, k.next_run_at, k.catch_up, {{max_runs}}, {{scan_limit}}) p
 ), planned AS MATERIALIZED (
     SELECT s.*, o.run_ticks AS ticks, o.held_from,
            p.skipped + cardinality(p.ticks) - cardinality(o.run_ticks) AS skipped,
-           p.next_run_at AS new_next_run_at
-    FROM state s,
-         LATERAL rota.schedule_due_ticks(s.cron_spec, s.timezone, s.next_run_at, s.catch_up, {{max_runs}}, {{scan_limit}}) p,
+           p.new_next_run_at
+    -- (LEFT: every schedule has its ticks, and the planner then counts one row per
+    -- schedule, not one in all, which made the update below a nested loop over pairs)
+    FROM state s
+         LEFT JOIN ticks p ON (p.cron_spec, p.timezone, p.next_run_at, p.catch_up)
+                            = (s.cron_spec, s.timezone, s.next_run_at, s.catch_up),
          LATERAL (SELECT CASE
                       WHEN s.overlap = 'allow' OR cardinality(p.ticks) = 0 THEN p.ticks
                       WHEN s.overlap = 'skip' THEN CASE WHEN s.busy THEN '{}' ELSE p.ticks[1:1] END
