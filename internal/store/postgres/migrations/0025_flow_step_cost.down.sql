@@ -284,6 +284,22 @@ CREATE TRIGGER tasks_flow_advance
           AND NEW.status IN ('SUCCEEDED', 'DEAD', 'FAILED', 'CANCELED'))
     EXECUTE FUNCTION rota.tasks_flow_advance();
 
+CREATE OR REPLACE FUNCTION rota.tasks_flow_note() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF pg_trigger_depth() = 1 AND current_setting('rota.flow_quiet', true) IS DISTINCT FROM 'on' THEN
+        PERFORM set_config('rota.flow_events',
+                           coalesce(current_setting('rota.flow_events', true), '') || NEW.flow_id || ' ' || NEW.id || ',',
+                           true);
+        IF NEW.status <> 'SUCCEEDED' THEN
+            PERFORM set_config('rota.flow_failed', 'on', true); -- see tasks_flow_advance
+        END IF;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+ALTER TABLE rota.flow_steps RESET (fillfactor);
 DROP FUNCTION rota.flow_end_if_done(uuid);
 DROP FUNCTION rota.flow_step_waiting(uuid, text);
 ALTER TABLE rota.flow_steps DROP COLUMN dependents, DROP COLUMN locks_flow;

@@ -39,6 +39,32 @@ ALTER TABLE rota.flow_steps
     -- depends on it alone and is single-task. True for steps created before.
     ADD COLUMN locks_flow boolean NOT NULL DEFAULT true;
 
+-- A step's row is updated about twice in its life (started, then succeeded; a fan-out's
+-- once per outcome statement of its elements): with room left on each page the new
+-- version goes beside the old one (a HOT update, no index entry written) instead of on
+-- another page with new entries in both indexes. New pages only; the table holds flows
+-- that still run or are kept, not history.
+ALTER TABLE rota.flow_steps SET (fillfactor = 50);
+
+-- The note as an assignment: PL/pgSQL evaluates it without starting the executor, which
+-- PERFORM does (a query), once for every ended step task.
+CREATE OR REPLACE FUNCTION rota.tasks_flow_note() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    ignored text;
+BEGIN
+    IF pg_trigger_depth() = 1 AND current_setting('rota.flow_quiet', true) IS DISTINCT FROM 'on' THEN
+        ignored := set_config('rota.flow_events',
+                              coalesce(current_setting('rota.flow_events', true), '') || NEW.flow_id || ' ' || NEW.id || ',',
+                              true);
+        IF NEW.status <> 'SUCCEEDED' THEN
+            ignored := set_config('rota.flow_failed', 'on', true); -- see flow_advance
+        END IF;
+    END IF;
+    RETURN NEW;
+END
+$$;
+
 -- The steps waiting for step_name of flow f, for a step created before this migration
 -- (its dependents NULL): those whose depends_on name it, in create order. Callers write
 -- coalesce(s.dependents, rota.flow_step_waiting(...)), which calls it only then.
@@ -333,7 +359,7 @@ BEGIN
     IF pg_trigger_depth() > 1 OR events IS NULL OR events = '' THEN
         RETURN NULL;
     END IF;
-    PERFORM set_config('rota.flow_events', '', true);
+    events := set_config('rota.flow_events', '', true) || events; -- an assignment: see tasks_flow_note
     PERFORM rota.flow_advance(events);
     RETURN NULL;
 END
