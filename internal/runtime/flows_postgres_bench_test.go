@@ -68,7 +68,7 @@ func benchFanOutWidth(b *testing.B) int {
 // cpu-x-plain, the same ratio of CPU time per task: this process's (the worker) plus the
 // database's (every backend of the benchmark's database, from /proc/<pid>/stat; only
 // this process's when the server's processes are not visible), which other work on a
-// shared machine moves far less than wall time. The
+// shared machine moves far less than wall time; db-cpu-x-plain, the database's alone. The
 // timed part leaves out what a client does before (creating the tasks or flows) and
 // counts everything the flows make the database do while they run. Run with
 //
@@ -79,36 +79,41 @@ func BenchmarkFlowsPostgres(b *testing.B) {
 	pool := pgtest.NewPoolConns(b, 16)
 	st := postgres.New(pool)
 	defer st.Close()
-	var plainRate, plainCPU float64
+	var plainRate, plainCPU, plainDB float64
 	cpu := processCPU(b, pool)
 	// run times a variant: load prepares it untimed, then the worker runs; timedLoad,
 	// when set, runs inside the timed part before the worker starts.
 	run := func(name string, tasks int, load, timedLoad func(b *testing.B)) {
 		b.Run(name, func(b *testing.B) {
-			var elapsed, used time.Duration
+			var elapsed, used, usedDB time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				truncateFlows(b, pool)
 				load(b)
 				vacuum(b, pool)
 				b.StartTimer()
-				before := cpu()
+				before, beforeDB := cpu()
 				if timedLoad != nil {
 					start := time.Now()
 					timedLoad(b)
 					elapsed += time.Since(start)
 				}
 				elapsed += workUntilDone(b, st, pool, tasks)
-				used += cpu() - before
+				after, afterDB := cpu()
+				used, usedDB = used+after-before, usedDB+afterDB-beforeDB
 			}
 			rate := float64(tasks*b.N) / elapsed.Seconds()
 			perTask := used.Seconds() / float64(tasks*b.N)
+			perTaskDB := usedDB.Seconds() / float64(tasks*b.N)
 			b.ReportMetric(rate, "tasks/s")
 			if name == "plain" {
-				plainRate, plainCPU = rate, perTask
+				plainRate, plainCPU, plainDB = rate, perTask, perTaskDB
 			} else if plainRate > 0 {
 				b.ReportMetric(plainRate/rate, "x-plain")
 				b.ReportMetric(perTask/plainCPU, "cpu-x-plain")
+				if plainDB > 0 {
+					b.ReportMetric(perTaskDB/plainDB, "db-cpu-x-plain")
+				}
 			}
 		})
 	}
@@ -258,19 +263,20 @@ func vacuum(b *testing.B, pool *pgxpool.Pool) {
 	}
 }
 
-// processCPU returns a reader of the CPU time used so far by this process and by every
-// backend of pool's database (user + system; /proc/<pid>/stat in clock ticks of 10 ms,
-// so measure seconds of work). A backend that exits takes its time with it: the pool
-// keeps its connections for the run.
-func processCPU(b *testing.B, pool *pgxpool.Pool) func() time.Duration {
-	return func() time.Duration {
+// processCPU returns a reader of the CPU time used so far by this process and every
+// client backend of pool's database together (total), and by those backends alone (db;
+// autovacuum, which comes and goes, is left out): user +
+// system, from /proc/<pid>/stat in clock ticks of 10 ms (measure seconds of work). A
+// backend that exits takes its time with it: the pool keeps its connections for the run.
+func processCPU(b *testing.B, pool *pgxpool.Pool) func() (total, db time.Duration) {
+	return func() (total, db time.Duration) {
 		var ru syscall.Rusage
 		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 			b.Fatal(err)
 		}
-		total := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		self := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		rows, err := pool.Query(context.Background(),
-			`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+			`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'`)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -288,8 +294,8 @@ func processCPU(b *testing.B, pool *pgxpool.Pool) func() time.Duration {
 			f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 			utime, _ := strconv.ParseInt(f[11], 10, 64)
 			stime, _ := strconv.ParseInt(f[12], 10, 64)
-			total += time.Duration(utime+stime) * 10 * time.Millisecond
+			db += time.Duration(utime+stime) * 10 * time.Millisecond
 		}
-		return total
+		return self + db, db
 	}
 }

@@ -140,9 +140,9 @@ $$;
 -- flow_steps_succeeded: the steps of the statement's succeeded step tasks (flow_ids,
 -- names: one element per step, sorted; counts: its tasks that succeeded; outputs: a
 -- single-task step's task's output) count them, and every step whose last task that was
--- moves its flow on, in a few set-based statements, as in 0019. The caller locked the
--- rows of the flows whose steps have locks_flow; the others are read unlocked (see the
--- header on why that is safe). Flows that ended are left alone (ReplayFlow recounts).
+-- moves its flow on, in set-based statements, as in 0019. The caller locked the rows of
+-- the flows whose steps have locks_flow; the others are read unlocked (see the header on
+-- why that is safe). Flows that ended are left alone (ReplayFlow recounts).
 DROP FUNCTION rota.flow_steps_succeeded(uuid[]);
 CREATE FUNCTION rota.flow_steps_succeeded(flow_ids uuid[], names text[], counts integer[], outputs jsonb[])
 RETURNS void
@@ -155,9 +155,12 @@ DECLARE
     other_names  text[];
     one          record;
 BEGIN
-    -- The steps count their succeeded tasks; those that reach 0 succeed, with their
-    -- output (fan-in in element order), in the same update. A fan-in over 128 tasks is
-    -- left for flow_step_done (guarded). Each step and flow through its primary key.
+    -- One statement for a chain's step: the steps count their succeeded tasks; those that
+    -- reach 0 succeed, with their output (fan-in in element order: a fan-in over 128
+    -- tasks is left for flow_step_done, guarded). The dependents of a done step without
+    -- locks_flow wait for it alone and are single-task: they start in the same statement,
+    -- their inputs that step's output (at most 1 MiB, a task's), and their tasks are
+    -- inserted. Each step and flow through its primary key.
     WITH counted_down AS (
         UPDATE rota.flow_steps s
         SET tasks_left = s.tasks_left - c.n,
@@ -175,19 +178,34 @@ BEGIN
         FROM unnest(flow_ids, names, counts, outputs) AS c (flow_id, name, n, output)
         WHERE s.flow_id = c.flow_id AND s.name = c.name AND s.state = 'STARTED'
           AND (SELECT f.status FROM rota.flows f WHERE f.id = c.flow_id) = 'RUNNING'
-        RETURNING s.flow_id, s.name, s.tasks_left, s.state,
+        RETURNING s.flow_id, s.name, s.tasks_left, s.state, s.locks_flow, s.output,
                   coalesce(s.dependents, rota.flow_step_waiting(s.flow_id, s.name)) AS waiting
+    ), lone AS (
+        UPDATE rota.flow_steps w
+        SET deps_left = 0, state = 'STARTED', tasks_left = 1, task_count = 1,
+            inputs = jsonb_build_object(d.name, coalesce(d.output, 'null'::jsonb))
+        FROM counted_down d
+        CROSS JOIN LATERAL unnest(d.waiting) AS x (name)
+        WHERE d.tasks_left = 0 AND d.state = 'SUCCEEDED' AND NOT d.locks_flow
+          AND w.flow_id = d.flow_id AND w.name = x.name AND w.state = 'WAITING'
+        RETURNING w.*
+    ), inserted AS (
+        INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
+                                group_key, flow_id, flow_step, flow_index)
+        SELECT rota.new_task_id(row_number() OVER ()), st.queue, st.kind, st.payload, st.priority,
+               st.max_attempts, st.timeout_seconds, st.group_key, st.flow_id, st.name, 0
+        FROM lone st
     )
-    -- What they move: the flows whose step nothing depends on succeeded (they may end),
-    -- the steps that wait for the succeeded ones (one element per dependency that
-    -- succeeded), the large fan-ins.
+    -- What is left to move: the flows whose step nothing depends on succeeded (they may
+    -- end), the steps that wait for the other done steps (one element per dependency
+    -- that succeeded), the large fan-ins.
     SELECT e.ending, w.flows, w.names, o.flows, o.names
     INTO ending, waiting_flows, done_waiting, other_flows, other_names
     FROM (SELECT array_agg(DISTINCT flow_id) AS ending FROM counted_down
           WHERE tasks_left = 0 AND state = 'SUCCEEDED' AND cardinality(waiting) = 0) e,
          (SELECT array_agg(d.flow_id ORDER BY d.flow_id, x.name) AS flows, array_agg(x.name ORDER BY d.flow_id, x.name) AS names
           FROM counted_down d CROSS JOIN LATERAL unnest(d.waiting) AS x (name)
-          WHERE d.tasks_left = 0 AND d.state = 'SUCCEEDED') w,
+          WHERE d.tasks_left = 0 AND d.state = 'SUCCEEDED' AND d.locks_flow) w,
          (SELECT array_agg(flow_id ORDER BY flow_id, name) AS flows, array_agg(name ORDER BY flow_id, name) AS names
           FROM counted_down WHERE tasks_left = 0 AND state = 'STARTED') o;
 
@@ -210,9 +228,10 @@ BEGIN
         RETURN;
     END IF;
 
-    -- They count them. Those with no dependency left start: a single-task step whose
-    -- inputs are at most 1 MiB in the same update, its task inserted by the same
-    -- statement; the others one at a time (flow_activate).
+    -- The other dependents (a join, a for_each step, a dependent of a for_each step)
+    -- count them. Those with no dependency left start: a single-task step whose inputs
+    -- are at most 1 MiB in the same update, its task inserted by the same statement; the
+    -- others one at a time (flow_activate).
     WITH counted AS (
         SELECT p.flow_id, p.name, count(*)::integer AS n
         FROM unnest(waiting_flows, done_waiting) AS p (flow_id, name)
@@ -230,7 +249,8 @@ BEGIN
             SELECT coalesce(jsonb_object_agg(d.name, coalesce(d.output, 'null'::jsonb)), '{}'::jsonb) AS inputs,
                    coalesce(sum(pg_column_size(d.output)), 0) <= 1048576 AS small
             FROM rota.flow_steps ws
-            JOIN rota.flow_steps d ON d.flow_id = ws.flow_id AND d.name = ANY (ws.depends_on)
+            CROSS JOIN LATERAL unnest(ws.depends_on) AS dn (name)
+            JOIN rota.flow_steps d ON d.flow_id = ws.flow_id AND d.name = dn.name
             WHERE ws.flow_id = c.flow_id AND ws.name = c.name AND ws.deps_left = c.n AND ws.state = 'WAITING'
             OFFSET 0) x
         WHERE w.flow_id = c.flow_id AND w.name = c.name AND w.state = 'WAITING'
@@ -286,20 +306,17 @@ DECLARE
     locked    uuid[];
     failed    uuid[]; -- the flows of the tasks that did not succeed
 BEGIN
-    SELECT array_agg(split_part(note, ' ', 2)::uuid)
-    INTO task_ids
-    FROM unnest(string_to_array(rtrim(events, ','), ',')) AS e (note);
-    -- The succeeded tasks by step (one read of the ended rows), and the flows to lock for
-    -- them: those of the steps with locks_flow.
+    -- The succeeded tasks by step (one read of the ended rows, named by the notes), and
+    -- the flows to lock for them: those of the steps with locks_flow.
     SELECT array_agg(c.flow_id ORDER BY c.flow_id, c.flow_step), array_agg(c.flow_step ORDER BY c.flow_id, c.flow_step),
            array_agg(c.n ORDER BY c.flow_id, c.flow_step), array_agg(c.output ORDER BY c.flow_id, c.flow_step),
            array_agg(DISTINCT c.flow_id) FILTER (WHERE s.locks_flow)
     INTO s_flows, s_names, s_counts, s_outputs, locked
     FROM (SELECT t.flow_id, t.flow_step, count(*)::integer AS n,
                  (array_agg(t.output) FILTER (WHERE t.flow_item IS NULL))[1] AS output
-          FROM unnest(task_ids) AS i (id)
+          FROM unnest(string_to_array(rtrim(events, ','), ',')) AS e (note)
           CROSS JOIN LATERAL (SELECT t.flow_id, t.flow_step, t.status, t.output, t.flow_item
-                              FROM rota.tasks t WHERE t.id = i.id OFFSET 0) t
+                              FROM rota.tasks t WHERE t.id = split_part(e.note, ' ', 2)::uuid OFFSET 0) t
           WHERE t.status = 'SUCCEEDED'
           GROUP BY 1, 2) c
     CROSS JOIN LATERAL (SELECT s.locks_flow FROM rota.flow_steps s
@@ -311,6 +328,8 @@ BEGIN
     -- while these are waited for).
     IF current_setting('rota.flow_failed', true) = 'on' THEN
         PERFORM set_config('rota.flow_failed', 'off', true);
+        SELECT array_agg(split_part(note, ' ', 2)::uuid) INTO task_ids
+        FROM unnest(string_to_array(rtrim(events, ','), ',')) AS e (note);
         SELECT array_agg(DISTINCT t.flow_id ORDER BY t.flow_id) INTO failed
         FROM unnest(task_ids) AS i (id)
         CROSS JOIN LATERAL (SELECT t.flow_id, t.status FROM rota.tasks t WHERE t.id = i.id OFFSET 0) t
