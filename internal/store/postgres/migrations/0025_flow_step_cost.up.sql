@@ -16,11 +16,14 @@
 --   step's task included, so it waits for this transaction, or this one's outcome waits
 --   for it and then finds the flow ended).
 -- * flow_steps.dependents (set at create) names the steps waiting for a step: they are
---   counted down through the primary key instead of a read of every step of the flow.
+--   counted down through the primary key instead of a read of every step of the flow;
+--   a chain step's dependent starts in the statement that marks the step done, from its
+--   output, without a read.
 -- * The AFTER trigger is queued for a statement's first noted row only (its WHEN
 --   compares the notes with that row's), not called for every ended step task, and it
 --   sets no setting of its own: the work runs in rota.flow_advance, called once per
---   statement.
+--   statement, whose plans are made once per session and cannot scan (see there).
+-- * Step rows are updated in place (fillfactor, HOT) and the note is an assignment.
 --
 -- flows.steps_left is no longer kept: nullable now (a binary of the previous release
 -- still writes it while an upgrade rolls), NULL for the flows this release creates.
