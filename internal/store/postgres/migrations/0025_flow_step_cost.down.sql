@@ -4,6 +4,13 @@ DROP TRIGGER tasks_flow_advance ON rota.tasks;
 DROP FUNCTION rota.flow_advance(text);
 DROP FUNCTION rota.flow_steps_succeeded(uuid[], text[], integer[], jsonb[]);
 
+-- A chain step left STARTED when its task succeeded: 0019 marks every succeeded step.
+UPDATE rota.flow_steps s
+SET state = 'SUCCEEDED', tasks_left = 0,
+    output = (SELECT t.output FROM rota.tasks t WHERE t.flow_id = s.flow_id AND t.flow_step = s.name AND t.flow_index = 0)
+WHERE s.state = 'STARTED' AND NOT s.locks_flow
+  AND (SELECT t.status FROM rota.tasks t WHERE t.flow_id = s.flow_id AND t.flow_step = s.name AND t.flow_index = 0) = 'SUCCEEDED';
+
 UPDATE rota.flows f
 SET steps_left = (SELECT count(*) FROM rota.flow_steps s WHERE s.flow_id = f.id AND s.state <> 'SUCCEEDED');
 COMMENT ON COLUMN rota.flows.steps_left IS NULL;
@@ -301,5 +308,7 @@ $$;
 
 ALTER TABLE rota.flow_steps RESET (fillfactor);
 DROP FUNCTION rota.flow_end_if_done(uuid);
+DROP FUNCTION rota.flow_all_succeeded(uuid);
+
 DROP FUNCTION rota.flow_step_waiting(uuid, text);
 ALTER TABLE rota.flow_steps DROP COLUMN dependents, DROP COLUMN locks_flow;

@@ -79,16 +79,32 @@ BEGIN
 END
 $$;
 
--- flow_end: flow f, RUNNING and locked by the caller, succeeds if every step of it did.
--- Called when a step nothing depends on succeeded (the only step whose success can be
--- the last).
+-- flow_all_succeeded: whether every step of flow f succeeded. A chain's inner step (no
+-- locks_flow) keeps state STARTED when its task succeeds (see flow_steps_succeeded):
+-- it counts as succeeded when its one task did.
+CREATE FUNCTION rota.flow_all_succeeded(f uuid) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN NOT EXISTS (
+        SELECT 1 FROM rota.flow_steps s
+        WHERE s.flow_id = f AND s.state <> 'SUCCEEDED'
+          AND NOT (s.state = 'STARTED' AND NOT s.locks_flow
+                   AND (SELECT t.status FROM rota.tasks t
+                        WHERE t.flow_id = s.flow_id AND t.flow_step = s.name AND t.flow_index = 0) = 'SUCCEEDED'));
+END
+$$;
+
+-- flow_end_if_done: flow f, RUNNING and locked by the caller, succeeds if every step of
+-- it did. Called when a step nothing depends on succeeded (the only step whose success
+-- can be the last).
 CREATE FUNCTION rota.flow_end_if_done(f uuid) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE rota.flows
-    SET status = 'SUCCEEDED', completed_at = now(), updated_at = now()
-    WHERE id = f AND status = 'RUNNING'
-      AND NOT EXISTS (SELECT 1 FROM rota.flow_steps s WHERE s.flow_id = f AND s.state <> 'SUCCEEDED');
+    IF rota.flow_all_succeeded(f) THEN
+        UPDATE rota.flows
+        SET status = 'SUCCEEDED', completed_at = now(), updated_at = now()
+        WHERE id = f AND status = 'RUNNING';
+    END IF;
 END
 $$;
 
@@ -158,13 +174,22 @@ DECLARE
     other_names  text[];
     one          record;
 BEGIN
-    -- One statement for a chain's step: the steps count their succeeded tasks; those that
-    -- reach 0 succeed, with their output (fan-in in element order: a fan-in over 128
-    -- tasks is left for flow_step_done, guarded). The dependents of a done step without
-    -- locks_flow wait for it alone and are single-task: they start in the same statement,
-    -- their inputs that step's output (at most 1 MiB, a task's), and their tasks are
-    -- inserted. Each step and flow through its primary key.
-    WITH counted_down AS (
+    -- One statement for a chain's step. A step without locks_flow (single-task, its
+    -- dependents wait for it alone and are single-task) keeps its row as it is (STARTED,
+    -- its output its task's: GetFlow and flow_all_succeeded read them from the task, and
+    -- ReplayFlow's recount marks it SUCCEEDED should its flow fail later): its
+    -- dependents start, their inputs its output (at most 1 MiB, a task's), and their
+    -- tasks are inserted. The other steps count their succeeded tasks; those that reach 0
+    -- succeed, with their output (fan-in in element order: a fan-in over 128 tasks is
+    -- left for flow_step_done, guarded). Each step and flow through its primary key.
+    WITH chained AS (
+        SELECT s.flow_id, s.name, c.output, coalesce(s.dependents, rota.flow_step_waiting(s.flow_id, s.name)) AS waiting
+        FROM unnest(flow_ids, names, counts, outputs) AS c (flow_id, name, n, output)
+        CROSS JOIN LATERAL (SELECT s.flow_id, s.name, s.dependents, s.locks_flow, s.state
+                            FROM rota.flow_steps s WHERE s.flow_id = c.flow_id AND s.name = c.name OFFSET 0) s
+        WHERE NOT s.locks_flow AND s.state = 'STARTED'
+          AND (SELECT f.status FROM rota.flows f WHERE f.id = c.flow_id) = 'RUNNING'
+    ), counted_down AS (
         UPDATE rota.flow_steps s
         SET tasks_left = s.tasks_left - c.n,
             state = CASE WHEN s.tasks_left = c.n AND coalesce(s.task_count, 0) <= 128 THEN 'SUCCEEDED'
@@ -179,18 +204,17 @@ BEGIN
                                         WHERE t.flow_id = s.flow_id AND t.flow_step = s.name), '[]'::jsonb)
                      END
         FROM unnest(flow_ids, names, counts, outputs) AS c (flow_id, name, n, output)
-        WHERE s.flow_id = c.flow_id AND s.name = c.name AND s.state = 'STARTED'
+        WHERE s.flow_id = c.flow_id AND s.name = c.name AND s.state = 'STARTED' AND s.locks_flow
           AND (SELECT f.status FROM rota.flows f WHERE f.id = c.flow_id) = 'RUNNING'
-        RETURNING s.flow_id, s.name, s.tasks_left, s.state, s.locks_flow, s.output,
+        RETURNING s.flow_id, s.name, s.tasks_left, s.state,
                   coalesce(s.dependents, rota.flow_step_waiting(s.flow_id, s.name)) AS waiting
     ), lone AS (
         UPDATE rota.flow_steps w
         SET deps_left = 0, state = 'STARTED', tasks_left = 1, task_count = 1,
             inputs = jsonb_build_object(d.name, coalesce(d.output, 'null'::jsonb))
-        FROM counted_down d
+        FROM chained d
         CROSS JOIN LATERAL unnest(d.waiting) AS x (name)
-        WHERE d.tasks_left = 0 AND d.state = 'SUCCEEDED' AND NOT d.locks_flow
-          AND w.flow_id = d.flow_id AND w.name = x.name AND w.state = 'WAITING'
+        WHERE w.flow_id = d.flow_id AND w.name = x.name AND w.state = 'WAITING'
         RETURNING w.*
     ), inserted AS (
         INSERT INTO rota.tasks (id, queue, kind, payload, priority, max_attempts, timeout_seconds,
@@ -208,7 +232,7 @@ BEGIN
           WHERE tasks_left = 0 AND state = 'SUCCEEDED' AND cardinality(waiting) = 0) e,
          (SELECT array_agg(d.flow_id ORDER BY d.flow_id, x.name) AS flows, array_agg(x.name ORDER BY d.flow_id, x.name) AS names
           FROM counted_down d CROSS JOIN LATERAL unnest(d.waiting) AS x (name)
-          WHERE d.tasks_left = 0 AND d.state = 'SUCCEEDED' AND d.locks_flow) w,
+          WHERE d.tasks_left = 0 AND d.state = 'SUCCEEDED') w,
          (SELECT array_agg(flow_id ORDER BY flow_id, name) AS flows, array_agg(name ORDER BY flow_id, name) AS names
           FROM counted_down WHERE tasks_left = 0 AND state = 'STARTED') o;
 
@@ -221,12 +245,9 @@ BEGIN
 
     -- A flow whose step nothing depends on succeeded ends if all of its steps did (such
     -- a step locks its flow: two of them ending at once see each other's state).
-    IF ending IS NOT NULL THEN
-        UPDATE rota.flows f
-        SET status = 'SUCCEEDED', completed_at = now(), updated_at = now()
-        WHERE f.id = ANY (ending) AND f.status = 'RUNNING'
-          AND NOT EXISTS (SELECT 1 FROM rota.flow_steps s WHERE s.flow_id = f.id AND s.state <> 'SUCCEEDED');
-    END IF;
+    FOR one IN SELECT * FROM unnest(ending) AS e (flow_id) ORDER BY 1 LOOP
+        PERFORM rota.flow_end_if_done(one.flow_id);
+    END LOOP;
     IF waiting_flows IS NULL THEN
         RETURN;
     END IF;
