@@ -42,8 +42,9 @@ ALTER TABLE rota.flow_steps
     -- depends on it alone and is single-task. True for steps created before.
     ADD COLUMN locks_flow boolean NOT NULL DEFAULT true;
 
--- A step's row is updated about twice in its life (started, then succeeded; a fan-out's
--- once per outcome statement of its elements): with room left on each page the new
+-- A step's row is updated once or twice in its life (started; succeeded, unless it is a
+-- chain's inner step; a fan-out's once per outcome statement of its elements): with
+-- room left on each page the new
 -- version goes beside the old one (a HOT update, no index entry written) instead of on
 -- another page with new entries in both indexes. New pages only; the table holds flows
 -- that still run or are kept, not history.
