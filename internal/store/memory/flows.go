@@ -159,9 +159,8 @@ func (s *Store) stepDone(fe *flowEntry, st *stepEntry, now time.Time) {
 		st.output, _ = json.Marshal(outs)
 	}
 	fe.stepsLeft--
-	fe.flow.UpdatedAt = now
-	if fe.stepsLeft == 0 {
-		fe.flow.Status = store.FlowSucceeded
+	if fe.stepsLeft == 0 { // a flow's updated_at changes with its status only (as in PostgreSQL)
+		fe.flow.Status, fe.flow.UpdatedAt = store.FlowSucceeded, now
 		done := now
 		fe.flow.CompletedAt = &done
 	}

@@ -64,7 +64,7 @@ func createFlow(ctx context.Context, q querier, p store.FlowParams) (store.FlowC
 	}
 	for range maxFlowCreateAttempts {
 		var id uuid.UUID
-		err := q.QueryRow(ctx, sqlFlowCreate, p.ID, nullText(p.Name), p.Queue, nullText(p.IdempotencyKey), len(p.Steps)).Scan(&id)
+		err := q.QueryRow(ctx, sqlFlowCreate, p.ID, nullText(p.Name), p.Queue, nullText(p.IdempotencyKey)).Scan(&id)
 		if err == nil {
 			if err := insertSteps(ctx, q, p); err != nil {
 				return store.FlowCreateResult{}, translate("create flow", err)

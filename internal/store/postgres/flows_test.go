@@ -611,3 +611,155 @@ func TestFlowAdvanceIsPlannedWithTheTablesOfTheMoment(t *testing.T) {
 		}
 	}
 }
+
+// TestChainStepsLeaveTheFlowRowAlone: a chain's inner steps neither lock nor write their
+// flow's row (migration 0025: no steps_left count-down, no lock where no other
+// transaction can meet them); the last step ends the flow. The row's xmin (its last
+// writer) and xmax (its last locker) stay those of its creation until then; with 0019's
+// bookkeeping every step locked the row and counted it down. Also: the AFTER trigger
+// runs once per statement, not once per ended step task (10 flows' steps in one
+// RecordOutcomes: one call of tasks_flow_advance, ten of tasks_flow_note).
+func TestChainStepsLeaveTheFlowRowAlone(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `SET track_functions = 'pl'`)
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	st := postgres.New(pool)
+	ctx := context.Background()
+	calls := func(fn string) int64 {
+		t.Helper()
+		exec(t, pool, `SELECT pg_stat_force_next_flush()`)
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_user_functions
+			WHERE schemaname = 'rota' AND funcname = $1`, fn).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	rowVersion := func(id uuid.UUID) string {
+		t.Helper()
+		var v string
+		if err := pool.QueryRow(ctx, `SELECT xmin::text || '/' || xmax::text FROM rota.flows WHERE id = $1`, id).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	chain := []store.StepParams{{Name: "s0", Kind: "k"}, {Name: "s1", Kind: "k", DependsOn: []string{"s0"}},
+		{Name: "s2", Kind: "k", DependsOn: []string{"s1"}}}
+	var flows []uuid.UUID
+	for range 10 {
+		res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "chain", Steps: chain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flows = append(flows, res.Flow.ID)
+	}
+	created := map[uuid.UUID]string{}
+	for _, id := range flows {
+		created[id] = rowVersion(id)
+	}
+	succeedAll := func(want int) {
+		t.Helper()
+		tasks := mustClaim(t, st, store.ClaimParams{Queue: "chain"})
+		if len(tasks) != want {
+			t.Fatalf("claimed %d tasks, want %d", len(tasks), want)
+		}
+		outs := make([]store.Outcome, len(tasks))
+		for i, task := range tasks {
+			outs[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed, Output: json.RawMessage(`{"step": "` + task.Step + `"}`)}
+		}
+		if _, err := st.RecordOutcomes(ctx, outs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes, advances := calls("tasks_flow_note"), calls("tasks_flow_advance")
+	succeedAll(10) // s0 of each flow, in one statement
+	if n := calls("tasks_flow_note") - notes; n != 10 {
+		t.Errorf("tasks_flow_note ran %d times for 10 ended step tasks, want 10", n)
+	}
+	if n := calls("tasks_flow_advance") - advances; n != 1 {
+		t.Errorf("tasks_flow_advance ran %d times for one statement, want 1", n)
+	}
+	succeedAll(10) // s1
+	for _, id := range flows {
+		if v := rowVersion(id); v != created[id] {
+			t.Errorf("flow %s: its row went from %s to %s (xmin/xmax) while inner chain steps succeeded", id, created[id], v)
+		}
+		f := getFlowOK(t, st, id)
+		if f.Status != store.FlowRunning || f.Steps[1].Status != store.StepStatus(store.StatusSucceeded) || f.Steps[2].Status != store.StepStatus(store.StatusPending) {
+			t.Fatalf("flow %s is %s with steps %s, %s", id, f.Status, f.Steps[1].Status, f.Steps[2].Status)
+		}
+	}
+	succeedAll(10) // s2: the flows end
+	for _, id := range flows {
+		f := getFlowOK(t, st, id)
+		if f.Status != store.FlowSucceeded || f.CompletedAt == nil {
+			t.Fatalf("flow %s is %s after its last step", id, f.Status)
+		}
+		if got, want := compactJSON(t, f.Steps[2].Output), `{"step":"s2"}`; got != want {
+			t.Errorf("s2's output is %s, want %s", got, want)
+		}
+	}
+	task := mustClaim(t, st, store.ClaimParams{Queue: "chain"})
+	if len(task) != 0 {
+		t.Fatalf("%d tasks left after the flows ended", len(task))
+	}
+}
+
+// TestFlowWithTwoLastStepsEndsOnce: a flow ends when a step nothing depends on succeeds
+// and all its steps did (migration 0025, no count on the flow row). Two such steps
+// finishing at the same moment in two transactions must still end their flow: each
+// reads, under the flow's row lock, whether the other succeeded. 40 flows a -> (b, c),
+// b's and c's tasks completed one at a time by two goroutines at once.
+func TestFlowWithTwoLastStepsEndsOnce(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	steps := []store.StepParams{{Name: "a", Kind: "k"}, {Name: "b", Kind: "k", DependsOn: []string{"a"}},
+		{Name: "c", Kind: "k", DependsOn: []string{"a"}}}
+	const n = 40
+	var flows []uuid.UUID
+	for range n {
+		res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "two", Steps: steps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flows = append(flows, res.Flow.ID)
+	}
+	succeed := func(tasks []*store.Task) {
+		for _, task := range tasks {
+			if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}}); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	succeed(mustClaim(t, st, store.ClaimParams{Queue: "two"})) // every a
+	byStep := map[string][]*store.Task{}
+	for _, task := range mustClaim(t, st, store.ClaimParams{Queue: "two"}) {
+		byStep[task.Step] = append(byStep[task.Step], task)
+	}
+	if len(byStep["b"]) != n || len(byStep["c"]) != n {
+		t.Fatalf("claimed %d b and %d c tasks, want %d each", len(byStep["b"]), len(byStep["c"]), n)
+	}
+	var wg sync.WaitGroup
+	for _, step := range []string{"b", "c"} {
+		wg.Go(func() { succeed(byStep[step]) })
+	}
+	wg.Wait()
+	for _, id := range flows {
+		if f := getFlowOK(t, st, id); f.Status != store.FlowSucceeded {
+			t.Errorf("flow %s is %s after all its steps succeeded", id, f.Status)
+		}
+	}
+}
