@@ -313,8 +313,9 @@ type rotaVariant struct {
 
 // rotaWorkerPoolConns is the pool `rota worker` opens for one poll-mode queue when
 // --db-max-conns is 0: cmd/rota/dbflags.go, workerDefaultConns(1, false) =
-// workerBaseConns (4) + 1 queue. It is package main there, so it is mirrored here.
-const rotaWorkerPoolConns = 5
+// workerBaseConns (4) + workerConnsPerQueue (2) x 1 queue. It is package main there, so
+// it is mirrored here.
+const rotaWorkerPoolConns = 6
 
 type rotaSystem struct {
 	v      rotaVariant

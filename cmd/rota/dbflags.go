@@ -19,9 +19,11 @@ import (
 // Connection budgets of the long-running commands (--db-max-conns 0). Each process also
 // opens one LISTEN connection of its own, outside the pool.
 const (
-	// A worker's statements are batched: one claim in flight per queue, one committer
-	// write, one heartbeat batch, one reaper pass. More connections only sit idle.
-	workerBaseConns = 4
+	// A worker's statements are batched: one committer write, one heartbeat batch, one
+	// reaper pass, and per queue its claims (two in flight in poll mode while claims are
+	// small: runtime.Config.FetchLoops). More connections only sit idle.
+	workerBaseConns     = 4
+	workerConnsPerQueue = 2
 	// In SQS mode a worker also reads the task of each message its claim did not take
 	// (a duplicate, a task not due), up to 16 at once in the background; a few more
 	// connections keep those reads from queueing the claims and outcome writes.
@@ -37,7 +39,7 @@ const (
 
 // workerDefaultConns is a worker's pool size for its number of queues and its mode.
 func workerDefaultConns(queues int, sqsMode bool) int {
-	n := workerBaseConns + queues
+	n := workerBaseConns + workerConnsPerQueue*queues
 	if sqsMode {
 		n += sqsWorkerExtraConns
 	}

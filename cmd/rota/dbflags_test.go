@@ -24,7 +24,7 @@ func TestDBFlags(t *testing.T) {
 		url        string
 		flag, want int
 	}{
-		{"postgres://h/db", 0, 5},                  // derived: a worker of one queue
+		{"postgres://h/db", 0, 6},                  // derived: a worker of one queue
 		{"postgres://h/db", 7, 7},                  // the flag wins
 		{"postgres://h/db?pool_max_conns=3", 0, 3}, // the URL wins over the derived size
 		{"postgres://h/db?pool_max_conns=3", 9, 9}, // the flag wins over the URL
@@ -40,8 +40,8 @@ func TestDBFlags(t *testing.T) {
 		}
 		pool.Close()
 	}
-	if got := workerDefaultConns(1, true); got != 9 {
-		t.Errorf("an SQS-mode worker of one queue gets %d connections, want 9", got)
+	if got := workerDefaultConns(1, true); got != 10 {
+		t.Errorf("an SQS-mode worker of one queue gets %d connections, want 10", got)
 	}
 	if got := workerDefaultConns(100, false); got != maxDefaultConns {
 		t.Errorf("a worker of 100 queues gets %d connections, want the cap %d", got, maxDefaultConns)

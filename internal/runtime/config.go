@@ -39,9 +39,13 @@ type Config struct {
 	// follow the capacity: a worker with more slots claims in larger statements.
 	FetchBatch int
 	// FetchLoops is how many loops claim (or fetch from a Source) for each queue at once.
-	// Default: 1 in poll mode, where one claim takes a whole batch in one round trip;
-	// DefaultSourceFetchLoops with a Source, whose receives (SQS long polls) return as
-	// soon as one message is there, so one loop alone would leave slots idle.
+	// Default in poll mode: 2 while a claim can take fewer than smallClaim tasks (the
+	// second claim is in flight while the first one's tasks run, which hides the round
+	// trip: measured, a 200,000-task drain at Concurrency 100 went from 23,700 to 29,300
+	// tasks/s), else 1 (large claims only contend: 34,600-36,400 against 31,700-32,200
+	// tasks/s at Concurrency 2000). DefaultSourceFetchLoops with a Source, whose receives
+	// (SQS long polls) return as soon as one message is there, so one loop alone would
+	// leave slots idle.
 	FetchLoops int
 	// PollInterval is how often the idle queues are polled when no wake-up from
 	// Store.Listen arrives (delayed and retried tasks are found this way): one
@@ -149,6 +153,10 @@ const (
 	DefaultCommitInterval   = 5 * time.Millisecond
 )
 
+// smallClaim is the claim size below which a poll-mode queue gets a second claiming
+// loop by default (Config.FetchLoops).
+const smallClaim = 500
+
 // withDefaults returns cfg with every zero field set to its default. It is the one place
 // defaults live.
 func (cfg Config) withDefaults() Config {
@@ -161,9 +169,13 @@ func (cfg Config) withDefaults() Config {
 	}
 	cfg.FetchBatch = cmp.Or(cfg.FetchBatch, DefaultFetchBatch)
 	if cfg.FetchLoops == 0 {
-		cfg.FetchLoops = 1
-		if cfg.Source != nil {
+		switch {
+		case cfg.Source != nil:
 			cfg.FetchLoops = DefaultSourceFetchLoops
+		case min(cfg.FetchBatch, cfg.Concurrency) < smallClaim:
+			cfg.FetchLoops = 2
+		default:
+			cfg.FetchLoops = 1
 		}
 	}
 	cfg.PollInterval = cmp.Or(cfg.PollInterval, DefaultPollInterval)

@@ -131,3 +131,22 @@ func TestClaimSizeFollowsCapacity(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchLoopsDefault: two claiming loops while claims are small, one when they are
+// large; a Source has its own default.
+func TestFetchLoopsDefault(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want int
+	}{
+		{Config{}, 2},
+		{Config{Concurrency: 2000}, 1},
+		{Config{Concurrency: 2000, FetchBatch: 100}, 2},
+		{Config{Concurrency: 100, FetchLoops: 3}, 3},
+	} {
+		if got := tc.cfg.withDefaults().FetchLoops; got != tc.want {
+			t.Errorf("Concurrency %d, FetchBatch %d, FetchLoops %d: default FetchLoops %d, want %d",
+				tc.cfg.Concurrency, tc.cfg.FetchBatch, tc.cfg.FetchLoops, got, tc.want)
+		}
+	}
+}

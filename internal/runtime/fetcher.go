@@ -37,6 +37,9 @@ type fetcher struct {
 
 	// committed (buffer 1) hears that an outcome of the queue was committed (heldback.go).
 	committed chan struct{}
+
+	// loops counts the claiming loops started; only the first claims at once.
+	loops atomic.Int32
 	// concurrencyHeldAt (UnixNano, 0: never) is when a claim was last held back by a
 	// concurrency limit (heldback.go).
 	concurrencyHeldAt atomic.Int64
@@ -85,7 +88,10 @@ func (f *fetcher) run(ctx context.Context) {
 		return
 	}
 	var loop claimLoop
-	backlog := true // claim at once on start
+	// The first loop claims at once on start. The others wait to be woken: by a full
+	// claim of a sibling (below), which says the queue has a backlog, or as the first
+	// would be. So a worker of many idle queues claims once per queue on start.
+	backlog := f.loops.Add(1) == 1
 	failures := 0
 	for {
 		if !backlog && !f.waitIdle(ctx) {
@@ -136,6 +142,11 @@ func (f *fetcher) run(ctx context.Context) {
 			f.w.executor.start(Delivery{Task: t, claimSpan: loop.claimSpan})
 		}
 		backlog = len(tasks) == n
+		if backlog && cfg.FetchLoops > 1 {
+			// A backlog: a sibling loop claims too, while these tasks run (its claim
+			// takes the slots they free), so one claim is always in flight.
+			f.notify()
+		}
 		if held := loop.report.HeldBack; held != "" {
 			// Due tasks are left that a setting holds back: not idle (heldback.go).
 			cfg.Observer.ClaimHeldBack(f.queue, held)
