@@ -17,7 +17,7 @@ func TestConfigDefaults(t *testing.T) {
 		cfg.LeaseDuration != 30*time.Second || cfg.HeartbeatInterval != 10*time.Second ||
 		cfg.DefaultTimeout != 15*time.Minute || cfg.BackoffBase != time.Second || cfg.BackoffMax != time.Hour ||
 		cfg.ReapInterval != 5*time.Second || cfg.ShutdownGrace != 10*time.Second ||
-		cfg.CommitBatch != 1000 || cfg.CommitInterval != 5*time.Millisecond ||
+		cfg.CommitBatch != 1000 || cfg.CommitInterval != time.Millisecond ||
 		cfg.ClaimFrom != store.StatusPending || cfg.Logger != slog.Default() {
 		t.Fatalf("defaults = %+v", cfg)
 	}
