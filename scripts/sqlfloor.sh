@@ -244,7 +244,7 @@ FROM rota.tasks WHERE status = 'PROCESSING' AND worker_id = 'sqlfloor'"
   outcome_exec="EXECUTE outcome(:'ids', :'tokens', :'kinds', :'errs', :'retry_ins', :'outputs')"
   {
     if [ "$mode" = extended ]; then echo "SET plan_cache_mode = force_custom_plan;"; fi
-    # The statements are functions (migration 0024): auto_explain shows the plans of the
+    # The statements are functions (migration 0027): auto_explain shows the plans of the
     # statements inside them, sent to this client as LOG messages.
     printf '%s\n' "LOAD 'auto_explain';" "SET auto_explain.log_nested_statements = on;" \
       "SET auto_explain.log_analyze = on;" "SET auto_explain.log_buffers = on;" "SET auto_explain.log_wal = on;" \

@@ -406,7 +406,7 @@ func TestListenResumedAfterLostConnection(t *testing.T) {
 }
 
 // TestRetentionDeletesAttempts: rota.task_attempts has no foreign key to rota.tasks
-// (migration 0024), so retention deletes a task's attempts itself, for plain tasks and
+// (migration 0027), so retention deletes a task's attempts itself, for plain tasks and
 // for a flow's tasks alike. No attempt may outlive its task.
 func TestRetentionDeletesAttempts(t *testing.T) {
 	t.Parallel()

@@ -269,7 +269,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	// The claim is a function (migration 0024) that plans its statement once per session,
+	// The claim is a function (migration 0027) that plans its statement once per session,
 	// generic, with enable_seqscan = off: that plan, and a custom one, must walk the index.
 	for _, tc := range []struct{ function, index string }{
 		{"claim_tasks_pending", "tasks_claim_pending"},

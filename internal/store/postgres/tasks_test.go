@@ -286,7 +286,7 @@ func TestCreateTasksTx(t *testing.T) {
 
 // TestCreateTasksWakeUps: CreateTasks sends the workers' wake-up itself, after its
 // commit, once per queue with a due task, and the insert trigger stays silent for it
-// (migration 0024); CreateTasksTx leaves the wake-up to the trigger, which sends it only
+// (migration 0027); CreateTasksTx leaves the wake-up to the trigger, which sends it only
 // when the caller commits. Tasks not due, and idempotent repeats, wake nobody.
 func TestCreateTasksWakeUps(t *testing.T) {
 	t.Parallel()

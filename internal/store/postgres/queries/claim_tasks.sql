@@ -5,7 +5,7 @@
 -- ends; its rota.task_attempts row is written then (record_outcomes.sql, migration 0007).
 --
 -- The statement is the function rota.claim_tasks_pending / rota.claim_tasks_enqueued
--- (migration 0024, where its text and its comments are), planned once per session: {{name}}
+-- (migration 0027, where its text and its comments are), planned once per session: {{name}}
 -- is replaced by 'pending' or 'enqueued' when the package loads; inside, the status is a
 -- literal, which is what lets the planner walk the partial index tasks_claim_pending /
 -- tasks_claim_enqueued in claim order.

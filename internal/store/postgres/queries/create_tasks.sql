@@ -21,7 +21,7 @@
 --
 -- $13: the caller wakes the workers itself once this statement has committed
 -- (CreateTasks, on its own: notifyCreated). The insert trigger's NOTIFY is then skipped
--- (rota.notify_after_commit, migration 0024): a transaction that notifies holds
+-- (rota.notify_after_commit, migration 0027): a transaction that notifies holds
 -- PostgreSQL's one notify lock through its commit's WAL flush, so concurrent inserts
 -- committed one at a time. Inside a caller's transaction (CreateTasksTx) it is false and
 -- the trigger notifies at the caller's commit.

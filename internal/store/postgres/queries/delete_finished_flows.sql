@@ -33,7 +33,7 @@ WITH doomed AS (
       AND t.flow_id IS NOT NULL -- tasks_flow_step's predicate
     RETURNING t.id
 ), attempts_gone AS (
-    -- rota.task_attempts has no foreign key (migration 0024); through task_attempts_task
+    -- rota.task_attempts has no foreign key (migration 0027); through task_attempts_task
     DELETE FROM rota.task_attempts a
     WHERE a.task_id = ANY (ARRAY(SELECT id FROM tasks_gone))
 ), flows_gone AS (

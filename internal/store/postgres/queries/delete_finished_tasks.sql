@@ -1,6 +1,6 @@
 -- DeleteFinishedTasks: finished plain tasks past retention, oldest first, in bounded
 -- batches (SKIP LOCKED so several servers share the work). Attempts go with them
--- (attempts_gone: rota.task_attempts has no foreign key, migration 0024), dead letters by
+-- (attempts_gone: rota.task_attempts has no foreign key, migration 0027), dead letters by
 -- their ON DELETE CASCADE. $1 succeeded/canceled cutoff, $2 dead/failed cutoff
 -- (NULL keeps), $3 limit. A flow's tasks are not deleted here but with their flow
 -- (delete_finished_flows.sql), never one by one.

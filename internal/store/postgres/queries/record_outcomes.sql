@@ -21,6 +21,6 @@
 -- task is found by id, never by ctid: a TID lookup would see only the version of this
 -- statement's snapshot.
 --
--- The statement is the function rota.record_outcomes (migration 0024, where its text and
+-- The statement is the function rota.record_outcomes (migration 0027, where its text and
 -- its comments are), planned once per session.
 SELECT ord, status FROM rota.record_outcomes($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::jsonb[])
