@@ -122,41 +122,9 @@ func BenchmarkDrainPostgres(b *testing.B) {
 // fillBacklog empties the table and inserts drainBacklog due noop tasks, then vacuums so
 // every iteration starts from the same table state.
 func fillBacklog(b *testing.B, pool *pgxpool.Pool, st store.Store) {
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `TRUNCATE rota.tasks, rota.task_attempts CASCADE`); err != nil {
-		b.Fatal(err)
-	}
-	params := make([]store.CreateParams, 5000)
-	for i := range params {
-		params[i] = store.CreateParams{Kind: "noop", ScheduledFor: time.Now().Add(-time.Second)}
-	}
-	for n := 0; n < drainBacklog; n += len(params) {
-		for i := range params {
-			params[i].ID = store.NewID()
-		}
-		if _, err := st.CreateTasks(ctx, params); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := pool.Exec(ctx, `VACUUM ANALYZE rota.tasks`); err != nil {
-		b.Fatal(err)
-	}
+	fillTasks(b, pool, st, drainBacklog)
 }
 
 func waitSucceeded(b *testing.B, pool *pgxpool.Pool) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var n int
-		if err := pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM rota.tasks WHERE status = 'SUCCEEDED'`).Scan(&n); err != nil {
-			b.Fatal(err)
-		}
-		if n == drainBacklog {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("only %d of %d tasks succeeded", n, drainBacklog)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitSucceededN(b, pool, drainBacklog)
 }

@@ -391,18 +391,7 @@ func TestPlainTasksNeverRunTheFlowTriggers(t *testing.T) {
 	t.Cleanup(pool.Close)
 	st := postgres.New(pool)
 	ctx := context.Background()
-	calls := func() int64 {
-		t.Helper()
-		if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_user_functions
-			WHERE schemaname = 'rota' AND funcname IN ('tasks_flow_note', 'tasks_flow_advance', 'flow_advance')`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	calls := func() int64 { return functionCalls(t, pool, "tasks_flow_note", "tasks_flow_advance", "flow_advance") }
 
 	// Plain tasks through every ending.
 	tasks := mustCreate(t, st, store.CreateParams{Kind: "ok"}, store.CreateParams{Kind: "retry", MaxAttempts: 2},
@@ -637,16 +626,7 @@ func TestChainStepsLeaveTheFlowRowAlone(t *testing.T) {
 	t.Cleanup(pool.Close)
 	st := postgres.New(pool)
 	ctx := context.Background()
-	calls := func(fn string) int64 {
-		t.Helper()
-		exec(t, pool, `SELECT pg_stat_force_next_flush()`)
-		var n int64
-		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_user_functions
-			WHERE schemaname = 'rota' AND funcname = $1`, fn).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	calls := func(fn string) int64 { return functionCalls(t, pool, fn) }
 	rowVersion := func(id uuid.UUID) string {
 		t.Helper()
 		var v string
@@ -764,4 +744,17 @@ func TestFlowWithTwoLastStepsEndsOnce(t *testing.T) {
 			t.Errorf("flow %s is %s after all its steps succeeded", id, f.Status)
 		}
 	}
+}
+
+// functionCalls is how many times the rota functions named have been called so far
+// (pg_stat_user_functions; the caller's connections set track_functions).
+func functionCalls(t *testing.T, pool *pgxpool.Pool, names ...string) int64 {
+	t.Helper()
+	exec(t, pool, `SELECT pg_stat_force_next_flush()`)
+	var n int64
+	if err := pool.QueryRow(context.Background(), `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_user_functions
+		WHERE schemaname = 'rota' AND funcname = ANY ($1)`, names).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

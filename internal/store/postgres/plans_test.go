@@ -74,15 +74,8 @@ func TestHotPathNeverScansTasks(t *testing.T) {
 
 // indexTuplesRead is how many index entries of rota.tasks's indexes scans have read so far.
 func indexTuplesRead(t *testing.T, pool *pgxpool.Pool) int64 {
-	t.Helper()
-	exec(t, pool, `SELECT pg_stat_force_next_flush()`)
-	exec(t, pool, `SELECT 1`) // the flush happens at the end of the previous transaction
-	var n int64
-	if err := pool.QueryRow(context.Background(),
-		`SELECT coalesce(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes WHERE schemaname = 'rota' AND relname = 'tasks'`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return tasksStat(t, pool, `SELECT coalesce(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
+		WHERE schemaname = 'rota' AND relname = 'tasks'`)
 }
 
 // TestFlowControlledClaimsNeverScanTasks is TestHotPathNeverScansTasks for the claims of
@@ -153,12 +146,16 @@ func TestFlowControlledClaimsNeverScanTasks(t *testing.T) {
 // seqScans returns rota.tasks' sequential-scan count, after flushing this backend's
 // pending statistics.
 func seqScans(t *testing.T, pool *pgxpool.Pool) int64 {
+	return tasksStat(t, pool, `SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'rota' AND relname = 'tasks'`)
+}
+
+// tasksStat reads one cumulative statistic (query) after flushing this backend's.
+func tasksStat(t *testing.T, pool *pgxpool.Pool, query string) int64 {
 	t.Helper()
 	exec(t, pool, `SELECT pg_stat_force_next_flush()`)
 	exec(t, pool, `SELECT 1`) // the flush happens at the end of the previous transaction
 	var n int64
-	if err := pool.QueryRow(context.Background(),
-		`SELECT seq_scan FROM pg_stat_user_tables WHERE schemaname = 'rota' AND relname = 'tasks'`).Scan(&n); err != nil {
+	if err := pool.QueryRow(context.Background(), query).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
