@@ -375,20 +375,7 @@ func TestFlowLargeFanInAndInputs(t *testing.T) {
 // (track_functions) count the calls on the store's only connection.
 func TestPlainTasksNeverRunTheFlowTriggers(t *testing.T) {
 	t.Parallel()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `SET track_functions = 'pl'`)
-		return err
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := functionTrackingPool(t)
 	st := postgres.New(pool)
 	ctx := context.Background()
 	calls := func() int64 { return functionCalls(t, pool, "tasks_flow_note", "tasks_flow_advance", "flow_advance") }
@@ -607,23 +594,10 @@ func TestFlowAdvanceIsPlannedWithTheTablesOfTheMoment(t *testing.T) {
 // writer) and xmax (its last locker) stay those of its creation until then; with 0019's
 // bookkeeping every step locked the row and counted it down. Also: the AFTER trigger
 // runs once per statement, not once per ended step task (10 flows' steps in one
-// RecordOutcomes: one call of tasks_flow_advance, ten of tasks_flow_note).
+// RecordOutcomes: one call of flow_advance, ten of tasks_flow_note).
 func TestChainStepsLeaveTheFlowRowAlone(t *testing.T) {
 	t.Parallel()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 1
-	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		_, err := c.Exec(ctx, `SET track_functions = 'pl'`)
-		return err
-	}
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	pool := functionTrackingPool(t)
 	st := postgres.New(pool)
 	ctx := context.Background()
 	calls := func(fn string) int64 { return functionCalls(t, pool, fn) }
@@ -757,4 +731,25 @@ func functionCalls(t *testing.T, pool *pgxpool.Pool, names ...string) int64 {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// functionTrackingPool is a one-connection pool on a new test database whose connection
+// counts calls of PL/pgSQL functions (track_functions), for functionCalls.
+func functionTrackingPool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, `SET track_functions = 'pl'`)
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
