@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/rotaqueue/rota/internal/handlers"
+	"github.com/rotaqueue/rota/internal/proccpu"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/sqsceiling"
 	"github.com/rotaqueue/rota/internal/sqsmode"
@@ -127,13 +128,13 @@ func SQSDrain(ctx context.Context, t *Target, cfg SQSConfig) (res *Result, err e
 	if err != nil {
 		return nil, err
 	}
-	cpuBefore := sqsceiling.SelfCPU()
+	cpuBefore := proccpu.Self()
 	raw, err := sqsceiling.Measure(ctx, cfg.Client, ceilingURL, cfg.Tasks, ceilingClients)
 	if err != nil {
 		return nil, err
 	}
 	ceiling := Ceiling{Messages: raw.Messages, Clients: raw.Clients, Seconds: raw.Elapsed.Seconds(), MsgsPerSec: raw.PerSecond(),
-		ClientCPUPerMsg: microsPer(sqsceiling.SelfCPU()-cpuBefore, cfg.Tasks)}
+		ClientCPUPerMsg: microsPer(proccpu.Self()-cpuBefore, cfg.Tasks)}
 
 	tasksPerSec := float64(n) / drained.elapsed.Seconds()
 	s := drained.sqs
@@ -214,7 +215,7 @@ func drainThroughSQS(ctx context.Context, t *Target, cfg SQSConfig, queues *sqsm
 	t.Progress.begin(WorkloadSQS, "drain through SQS", n)
 	enqCtx, stopEnqueuer := context.WithCancel(ctx)
 	enqDone := make(chan struct{})
-	cpuBefore := sqsceiling.SelfCPU()
+	cpuBefore := proccpu.Self()
 	start := time.Now()
 	go func() {
 		defer close(enqDone)
@@ -225,7 +226,7 @@ func drainThroughSQS(ctx context.Context, t *Target, cfg SQSConfig, queues *sqsm
 		return handled.Load() >= n && w.Stats().Succeeded >= n && metrics.Stats().DeletedSettled >= n
 	})
 	elapsed := time.Since(start)
-	cpu := sqsceiling.SelfCPU() - cpuBefore
+	cpu := proccpu.Self() - cpuBefore
 	stopEnqueuer()
 	<-enqDone
 	if err = errors.Join(err, run.stop()); err != nil {

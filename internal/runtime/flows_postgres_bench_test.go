@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,15 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rotaqueue/rota/internal/proccpu"
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
@@ -270,32 +268,18 @@ func vacuum(b *testing.B, pool *pgxpool.Pool) {
 // backend that exits takes its time with it: the pool keeps its connections for the run.
 func processCPU(b *testing.B, pool *pgxpool.Pool) func() (total, db time.Duration) {
 	return func() (total, db time.Duration) {
-		var ru syscall.Rusage
-		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-			b.Fatal(err)
-		}
-		self := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		rows, err := pool.Query(context.Background(),
 			`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend'`)
 		if err != nil {
 			b.Fatal(err)
 		}
-		pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		pids, err := pgx.CollectRows(rows, pgx.RowTo[int])
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, pid := range pids {
-			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
-				continue // not visible, or gone
-			}
-			// After the command (in parentheses, which may hold spaces): utime and stime
-			// are the 14th and 15th fields.
-			f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-			utime, _ := strconv.ParseInt(f[11], 10, 64)
-			stime, _ := strconv.ParseInt(f[12], 10, 64)
-			db += time.Duration(utime+stime) * 10 * time.Millisecond
+		for _, cpu := range proccpu.Pids(pids) { // those not visible, or gone, are left out
+			db += cpu
 		}
-		return self + db, db
+		return proccpu.Self() + db, db
 	}
 }

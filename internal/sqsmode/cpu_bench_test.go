@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/rotaqueue/rota/internal/sqsceiling"
+	"github.com/rotaqueue/rota/internal/proccpu"
 )
 
 // cpuMeter measures the CPU of a benchmark's stretch in each process that does its
@@ -32,17 +32,17 @@ func (u cpuUse) total() time.Duration { return u.self + u.pg + u.sqs }
 
 func startCPUMeter(b *testing.B, pool *pgxpool.Pool) *cpuMeter {
 	m := &cpuMeter{pool: pool}
-	m.pg, m.sqs = sqsceiling.PidsCPU(backendPids(b, pool)), sqsceiling.PidsCPU(fauxqsPids())
-	m.self = sqsceiling.SelfCPU()
+	m.pg, m.sqs = proccpu.Pids(backendPids(b, pool)), proccpu.Pids(fauxqsPids())
+	m.self = proccpu.Self()
 	return m
 }
 
 func (m *cpuMeter) stop(b *testing.B) cpuUse {
-	self := sqsceiling.SelfCPU() - m.self
+	self := proccpu.Self() - m.self
 	return cpuUse{
 		self: self,
-		pg:   sqsceiling.CPUSince(m.pg, sqsceiling.PidsCPU(backendPids(b, m.pool))),
-		sqs:  sqsceiling.CPUSince(m.sqs, sqsceiling.PidsCPU(fauxqsPids())),
+		pg:   proccpu.Since(m.pg, proccpu.Pids(backendPids(b, m.pool))),
+		sqs:  proccpu.Since(m.sqs, proccpu.Pids(fauxqsPids())),
 	}
 }
 

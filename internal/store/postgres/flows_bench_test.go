@@ -1,18 +1,15 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rotaqueue/rota/internal/proccpu"
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
@@ -129,15 +126,7 @@ func backendCPU(b *testing.B, pool *pgxpool.Pool) func() time.Duration {
 		b.Fatal(err)
 	}
 	return func() time.Duration {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return 0
-		}
-		// Fields after the command (in parentheses, which may hold spaces): state is
-		// the 3rd field, utime and stime the 14th and 15th.
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		return time.Duration(utime+stime) * 10 * time.Millisecond
+		cpu, _ := proccpu.Pid(pid)
+		return cpu
 	}
 }

@@ -1,4 +1,7 @@
-package sqsceiling
+// Package proccpu reads the CPU time processes have used: this one, and others on this
+// machine through /proc. Benchmarks use it to report CPU per task, which other work on a
+// shared machine moves far less than wall time.
+package proccpu
 
 import (
 	"os"
@@ -8,13 +11,8 @@ import (
 	"time"
 )
 
-// The drain and the ceiling are compared by CPU as well as by rate: on a small machine
-// both are CPU-bound, so the CPU one task costs across the processes involved (this
-// one, PostgreSQL's backends, the SQS endpoint when it is local) against the CPU one
-// message costs the ceiling says where the rest of the gap is.
-
-// SelfCPU is the CPU time (user + system) this process has used so far.
-func SelfCPU() time.Duration {
+// Self is the CPU time (user + system) this process has used so far.
+func Self() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -25,9 +23,9 @@ func SelfCPU() time.Duration {
 // clockTick is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on every Linux Go runs on.
 const clockTick = 10 * time.Millisecond
 
-// PidCPU is the CPU time (user + system) process pid has used so far, from
+// Pid is the CPU time (user + system) process pid has used so far, from
 // /proc/<pid>/stat; ok is false when it cannot be read (no such local process, no /proc).
-func PidCPU(pid int) (cpu time.Duration, ok bool) {
+func Pid(pid int) (cpu time.Duration, ok bool) {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, false
@@ -51,21 +49,21 @@ func PidCPU(pid int) (cpu time.Duration, ok bool) {
 	return time.Duration(utime+stime) * clockTick, true
 }
 
-// PidsCPU is the CPU time of processes, by pid, for those that can be read.
-func PidsCPU(pids []int) map[int]time.Duration {
+// Pids is the CPU time of processes, by pid, for those that can be read.
+func Pids(pids []int) map[int]time.Duration {
 	out := make(map[int]time.Duration, len(pids))
 	for _, pid := range pids {
-		if cpu, ok := PidCPU(pid); ok {
+		if cpu, ok := Pid(pid); ok {
 			out[pid] = cpu
 		}
 	}
 	return out
 }
 
-// CPUSince is the CPU the processes of now used since before: a process missing from
+// Since is the CPU the processes of now used since before: a process missing from
 // before (it started meanwhile) counts in full; one missing from now (it ended) counts
 // nothing, its last stretch lost.
-func CPUSince(before, now map[int]time.Duration) time.Duration {
+func Since(before, now map[int]time.Duration) time.Duration {
 	var total time.Duration
 	for pid, cpu := range now {
 		total += cpu - before[pid]
