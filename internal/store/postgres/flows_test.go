@@ -378,7 +378,9 @@ func TestPlainTasksNeverRunTheFlowTriggers(t *testing.T) {
 	pool := functionTrackingPool(t)
 	st := postgres.New(pool)
 	ctx := context.Background()
-	calls := func() int64 { return functionCalls(t, pool, "tasks_flow_note", "tasks_flow_advance", "flow_advance") }
+	calls := func() int64 {
+		return functionCalls(t, pool, "tasks_flow_note", "tasks_flow_advance", "flow_advance", "flow_steps_ended")
+	}
 
 	// Plain tasks through every ending.
 	tasks := mustCreate(t, st, store.CreateParams{Kind: "ok"}, store.CreateParams{Kind: "retry", MaxAttempts: 2},
@@ -433,8 +435,8 @@ func TestPlainTasksNeverRunTheFlowTriggers(t *testing.T) {
 	if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: a[0].ID, LeaseToken: a[0].LeaseToken, Kind: store.Succeed}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := calls(); n != 2 {
-		t.Fatalf("a step task's success called the flow trigger functions %d times, want 2 (note, advance)", n)
+	if n := calls(); n != 1 {
+		t.Fatalf("a step task's success called the flow functions %d times, want 1 (flow_steps_ended)", n)
 	}
 	if f := getFlowOK(t, st, res.Flow.ID); f.Status != store.FlowSucceeded {
 		t.Fatalf("flow is %s", f.Status)
@@ -637,15 +639,19 @@ func TestChainStepsLeaveTheFlowRowAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// rota.record_outcomes hands the statement's ended step tasks to rota.flow_advance
-	// once (migration 0027); the row trigger runs for each, quiet.
-	notes, advances := calls("tasks_flow_note"), calls("flow_advance")
+	// rota.record_outcomes hands the statement's succeeded step tasks to
+	// rota.flow_steps_ended once, grouped by step (migration 0031; 0027 handed them to
+	// flow_advance, which read them back); the row trigger's WHEN leaves it uncalled.
+	notes, advances, ended := calls("tasks_flow_note"), calls("flow_advance"), calls("flow_steps_ended")
 	succeedAll(10) // s0 of each flow, in one statement
-	if n := calls("tasks_flow_note") - notes; n != 10 {
-		t.Errorf("tasks_flow_note ran %d times for 10 ended step tasks, want 10", n)
+	if n := calls("tasks_flow_note") - notes; n != 0 {
+		t.Errorf("tasks_flow_note ran %d times for 10 step tasks ended by record_outcomes, want 0", n)
 	}
-	if n := calls("flow_advance") - advances; n != 1 {
-		t.Errorf("flow_advance ran %d times for one statement, want 1", n)
+	if n := calls("flow_advance") - advances; n != 0 {
+		t.Errorf("flow_advance ran %d times for a statement of successes, want 0", n)
+	}
+	if n := calls("flow_steps_ended") - ended; n != 1 {
+		t.Errorf("flow_steps_ended ran %d times for one statement, want 1", n)
 	}
 	succeedAll(10) // s1
 	for _, id := range flows {
