@@ -78,7 +78,8 @@ type Task struct {
 	FlowID uuid.UUID
 	Step   string
 	// Inputs maps each of the step's dependencies to its output ({} for a step without
-	// dependencies); nil for a plain task.
+	// dependencies); nil for a plain task. Read-only: the tasks of one step in a claim
+	// share it.
 	Inputs json.RawMessage
 	// Item is the element of the for_each dependency's output this task runs for, and
 	// Index its 0-based position; nil for a task of a step without for_each.
