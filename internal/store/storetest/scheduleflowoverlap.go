@@ -200,7 +200,7 @@ func testScheduleFlowCancelOther(t *testing.T, s store.Store) {
 	}
 	wantStartedFlow(t, s, old)
 	a := claimID(t, s, stepTask(t, s, old, "a"), store.StatusPending, 30*time.Second) // running
-	b := stepTask(t, s, old, "b")                                                      // pending
+	b := stepTask(t, s, old, "b")                                                     // pending
 
 	c = claimOf(t, claimSchedules(t, s, 10), "co")
 	if len(c.Flows) != 1 || c.SkippedTicks != store.MaxCatchUpRuns-1 {
