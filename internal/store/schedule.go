@@ -31,7 +31,7 @@ const (
 // Overlap is what a claim does when a schedule's tick comes while its previous run has
 // not finished (DESIGN.md section 11). A run is finished once its task is SUCCEEDED,
 // DEAD, FAILED or CANCELED; for a schedule of kind flow, once its flow is not RUNNING
-// (kind flow supports allow and skip: scheduleflow.go).
+// (scheduleflow.go).
 type Overlap string
 
 const (
