@@ -301,3 +301,45 @@ func mustRecord(t *testing.T, st *postgres.Store, task *store.Task, kind store.O
 		t.Fatalf("RecordOutcomes: %v, %+v", err, res)
 	}
 }
+
+// TestFlowOverlapMigrationDown: reverting migration 0029 starts the flows still held (no
+// trigger would start them any more) and turns the flow schedules' buffer_one and
+// cancel_other into skip (the constraint of 0021 comes back).
+func TestFlowOverlapMigrationDown(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	_, _, next := flowOverlapSchedule(t, st, "buf", store.OverlapBufferOne)
+	next()
+	claims, err := st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: 10})
+	if err != nil || len(claims) != 1 || len(claims[0].Flows) != 1 {
+		t.Fatalf("held tick: %+v, %v", claims, err)
+	}
+	held := claims[0].Flows[0].ID
+	if f := mustGetFlow(t, st, held); len(f.Steps[0].TaskIDs) != 0 {
+		t.Fatalf("the held flow has tasks: %+v", f.Steps[0])
+	}
+	migs, err := postgres.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := 0 // 0029 and any migration after it
+	for _, m := range migs {
+		if m.Version >= 29 {
+			steps++
+		}
+	}
+	reverted, err := postgres.MigrateDown(ctx, pool, steps)
+	if err != nil || len(reverted) != steps || reverted[len(reverted)-1] != 29 {
+		t.Fatalf("down: %v, %v; want 29 reverted last", reverted, err)
+	}
+	if f := mustGetFlow(t, st, held); f.Status != store.FlowRunning || len(f.Steps[0].TaskIDs) != 1 {
+		t.Fatalf("the held flow after the down migration: %s, step a %+v; want started", f.Status, f.Steps[0])
+	}
+	var overlap string
+	var waiting *uuid.UUID
+	if err := pool.QueryRow(ctx, `SELECT overlap, waiting_run_id FROM rota.schedules WHERE name = 'buf'`).Scan(&overlap, &waiting); err != nil ||
+		overlap != "skip" || waiting != nil {
+		t.Fatalf("schedule after the down migration: overlap %q waiting %v (%v)", overlap, waiting, err)
+	}
+}
