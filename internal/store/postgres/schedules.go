@@ -486,7 +486,10 @@ func startScheduledFlows(ctx context.Context, tx querier, claims []store.Schedul
 		}
 		var current, waiting uuid.UUID // uuid.Nil: none started
 		for i, tick := range sf.ticks {
-			held := i+1 >= sf.heldFrom
+			// buffer_one holds the tick after one that runs (heldFrom 2); when that one
+			// started nothing (its flow existed: a restore), nothing would ever release
+			// the held flow, so it runs instead.
+			held := i+1 >= sf.heldFrom && !(sf.heldFrom >= 2 && current == uuid.Nil)
 			p := *store.CloneFlowParams(tmpl)
 			p.IdempotencyKey = store.ScheduleRunKey(c.Name, tick)
 			res, err := insertFlow(ctx, tx, p, !held)

@@ -237,3 +237,32 @@ func testScheduleFlowCancelOther(t *testing.T, s store.Store) {
 	third := c.Flows[0].ID
 	wantFlowRuns(t, s, "co", &third, nil)
 }
+
+// testScheduleFlowBufferOneRestore: moved back over ticks (a restore), a claim whose
+// first tick's flow exists (it ended) starts nothing for it; the next tick, which
+// buffer_one would hold behind it, then runs instead of waiting for a flow that does not
+// run (nothing would ever release it).
+func testScheduleFlowBufferOneRestore(t *testing.T, s store.Store) {
+	mkFlowSchedule(t, s, "rst", func(p *store.ScheduleParams) {
+		p.Overlap, p.CatchUp, p.Flow = store.OverlapBufferOne, store.CatchUpAll, overlapFlow("rst")
+	})
+	first := lastMinute(3)
+	c := claimFlowTick(t, s, "rst", first)
+	running, held := c.Flows[0].ID, c.Flows[1].ID
+	// The held flow is canceled (its tick's key is free again), the running one ends.
+	if _, err := s.CancelFlow(ctx(t), held); err != nil {
+		t.Fatal(err)
+	}
+	endFlow(t, s, running, store.FlowSucceeded)
+	// Back over the same ticks: the first has its flow, the second gets one, which runs.
+	c = claimFlowTick(t, s, "rst", first)
+	if len(c.Flows) != 1 {
+		t.Fatalf("claim over restored ticks: %d flows, want 1", len(c.Flows))
+	}
+	again := c.Flows[0].ID
+	if k := getFlow(t, s, again).IdempotencyKey; k != store.ScheduleRunKey("rst", first.Add(time.Minute)) {
+		t.Fatalf("the new flow's key %q, want the second tick's", k)
+	}
+	wantStartedFlow(t, s, again)
+	wantFlowRuns(t, s, "rst", &again, nil)
+}

@@ -25,6 +25,7 @@ var scheduleFlowTests = []testCase{
 	{"OverlapSkip", testScheduleFlowOverlapSkip},
 	{"OverlapBufferOne", testScheduleFlowBufferOne},
 	{"OverlapBufferOneHeldCanceled", testScheduleFlowBufferOneHeldCanceled},
+	{"OverlapBufferOneRestore", testScheduleFlowBufferOneRestore},
 	{"OverlapCancelOther", testScheduleFlowCancelOther},
 	{"Trigger", testScheduleFlowTrigger},
 	{"ConcurrentClaimers", testScheduleFlowConcurrentClaims},
