@@ -53,8 +53,10 @@ const (
 
 // ScheduleFlow is the flow a schedule of kind flow starts at each tick
 // (ScheduleParams.Flow, ScheduleUpdate.Flow): a flow's create params without an id or
-// idempotency key (each run's key is schedule:<name>:<unix of the tick>). Overlap
-// allow and skip apply to it; a run is unfinished while its flow is RUNNING.
+// idempotency key (each run's key is schedule:<name>:<unix of the tick>). Every
+// overlap policy applies; a run is unfinished while its flow is RUNNING, an
+// OverlapBufferOne flow waits created but not started, and OverlapCancelOther cancels
+// the running flow as CancelFlow does.
 type ScheduleFlow = store.FlowParams
 
 // ScheduleFlowStep is one step of a ScheduleFlow.

@@ -113,10 +113,13 @@ func TestScheduleOfKindFlow(t *testing.T) {
 		if _, err := c.TriggerSchedule(ctx, "etl"); !errors.Is(err, rota.ErrInvalid) {
 			t.Fatalf("TriggerSchedule of a flow schedule: %v, want ErrInvalid", err)
 		}
-		_, err = c.CreateSchedule(ctx, rota.ScheduleParams{Name: "bad", Kind: rota.ScheduleKindFlow, CronSpec: "@daily",
-			Overlap: rota.OverlapBufferOne, Flow: &rota.ScheduleFlow{Steps: []rota.ScheduleFlowStep{{Name: "a", Kind: "k"}}}})
-		if !errors.Is(err, rota.ErrInvalid) || !strings.Contains(err.Error(), "buffer_one") {
-			t.Fatalf("buffer_one for kind flow: %v", err)
+		for _, o := range []rota.Overlap{rota.OverlapBufferOne, rota.OverlapCancelOther} {
+			s, err := c.CreateSchedule(ctx, rota.ScheduleParams{Name: "etl-" + strings.ReplaceAll(string(o), "_", "-"),
+				Kind: rota.ScheduleKindFlow, CronSpec: "@daily", Overlap: o,
+				Flow: &rota.ScheduleFlow{Steps: []rota.ScheduleFlowStep{{Name: "a", Kind: "k"}}}})
+			if err != nil || s.Overlap != o {
+				t.Fatalf("CreateSchedule of kind flow with overlap %s: %+v, %v", o, s, err)
+			}
 		}
 	})
 }

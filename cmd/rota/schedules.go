@@ -264,7 +264,8 @@ func runSchedulesCreate(ctx context.Context, args []string, stdout, stderr io.Wr
 	fs := newFlagSet("schedules create", stdout)
 	nameUsage(fs, "create <name> --cron SPEC (--kind K [--queue Q] [--payload JSON] [--max-attempts N] | --flow-file FILE) [--tz ZONE] [--catch-up skip|one|all] [--overlap allow|skip|buffer_one|cancel_other] [--disabled]",
 		"Creates a schedule that enqueues a task of kind K at every tick of SPEC, read in time zone ZONE;",
-		"with --flow-file, one that starts the flow in FILE at every tick (a schedule of kind flow: overlap allow or skip).")
+		"with --flow-file, one that starts the flow in FILE at every tick (a schedule of kind flow: a flow run is",
+		"unfinished while it is RUNNING; buffer_one holds the next flow unstarted, cancel_other cancels the running flow).")
 	var cf clientFlags
 	cf.register(fs)
 	var sf scheduleFlags

@@ -25,9 +25,10 @@ func TestScheduleFlowCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	type flowSchedule struct {
-		Kind string         `json:"kind"`
-		Task map[string]any `json:"task"`
-		Flow struct {
+		Overlap string         `json:"overlap"`
+		Kind    string         `json:"kind"`
+		Task    map[string]any `json:"task"`
+		Flow    struct {
 			Name  string `json:"name"`
 			Steps []struct {
 				Name string `json:"name"`
@@ -67,9 +68,11 @@ func TestScheduleFlowCommands(t *testing.T) {
 			t.Errorf("rota %s: %v, want a usage error", strings.Join(args, " "), err)
 		}
 	}
-	if _, _, err := a.cli(t, "schedules", "create", "bad", "--cron", "@daily", "--flow-file", file, "--overlap", "buffer_one"); err == nil ||
-		!strings.Contains(err.Error(), "buffer_one") {
-		t.Errorf("buffer_one for kind flow: %v", err)
+	for _, o := range []string{"buffer_one", "cancel_other"} { // a 400 before migration 0029
+		if s := decode[flowSchedule](t, a.ok(t, "schedules", "create", "ov-"+o[:3], "--cron", "@daily", "--flow-file", file,
+			"--overlap", o, "--json")); s.Overlap != o {
+			t.Errorf("created with --overlap %s: %+v", o, s)
+		}
 	}
 
 	// A claim at a tick starts one flow with the tick's key.

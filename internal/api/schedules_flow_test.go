@@ -56,7 +56,7 @@ func TestScheduleOfKindFlow(t *testing.T) {
 			{`{"name": "b4", "cron_spec": "@daily", "flow": {"idempotency_key": "x", "steps": [{"name": "a", "kind": "k"}]}}`, "idempotency_key"},
 			{`{"name": "b5", "cron_spec": "@daily", "flow": {"steps": [{"name": "a", "kind": "k", "depends_on": ["a"]}]}}`, `"a"`},
 			{`{"name": "b6", "cron_spec": "@daily", "flow": {"steps": [{"name": "a", "kind": "k", "depends_on": ["ghost"]}]}}`, "ghost"},
-			{`{"name": "b7", "cron_spec": "@daily", "overlap": "buffer_one", "flow": {"steps": [{"name": "a", "kind": "k"}]}}`, "buffer_one"},
+			{`{"name": "b7", "cron_spec": "@daily", "overlap": "buffer_two", "flow": {"steps": [{"name": "a", "kind": "k"}]}}`, "buffer_two"},
 			{`{"name": "b8", "cron_spec": "@daily", "flow": {"steps": [{"name": "a", "kind": "k", "bogus": 1}]}}`, "bogus"},
 			{`{"name": "b9", "kind": "workflow", "cron_spec": "@daily", "task": {"kind": "k"}}`, `"flow"`},
 		} {
@@ -67,7 +67,6 @@ func TestScheduleOfKindFlow(t *testing.T) {
 		}
 		for _, bad := range []struct{ path, body, names string }{
 			{"/api/schedules/nightly", `{"task": {"kind": "k"}}`, "flow"},
-			{"/api/schedules/nightly", `{"overlap": "cancel_other"}`, "cancel_other"},
 			{"/api/schedules/nightly", `{"flow": {"idempotency_key": "x", "steps": [{"name": "a", "kind": "k"}]}}`, "idempotency_key"},
 		} {
 			e := c.do("PATCH", bad.path, bad.body).wantError(t, http.StatusBadRequest, codeInvalidRequest)
@@ -79,6 +78,20 @@ func TestScheduleOfKindFlow(t *testing.T) {
 		c.do("GET", "/api/schedules", nil).want(t, http.StatusOK, &list)
 		if len(list.Schedules) != 2 {
 			t.Fatalf("%d schedules after refused creates, want 2", len(list.Schedules))
+		}
+
+		// Every overlap policy for kind flow (buffer_one and cancel_other were a 400 before
+		// migration 0029).
+		var made scheduleJSON
+		c.do("POST", "/api/schedules", `{"name": "held", "cron_spec": "@daily", "overlap": "buffer_one", "flow": {"steps": [{"name": "a", "kind": "k"}]}}`).
+			want(t, http.StatusCreated, &made)
+		if made.Kind != store.ScheduleKindFlow || made.Overlap != store.OverlapBufferOne {
+			t.Fatalf("created with buffer_one: %+v", made)
+		}
+		var patched scheduleJSON
+		c.do("PATCH", "/api/schedules/nightly", `{"overlap": "cancel_other"}`).want(t, http.StatusOK, &patched)
+		if patched.Overlap != store.OverlapCancelOther {
+			t.Fatalf("patched to cancel_other: %+v", patched)
 		}
 	})
 }

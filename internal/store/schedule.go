@@ -31,7 +31,7 @@ const (
 // Overlap is what a claim does when a schedule's tick comes while its previous run has
 // not finished (DESIGN.md section 11). A run is finished once its task is SUCCEEDED,
 // DEAD, FAILED or CANCELED; for a schedule of kind flow, once its flow is not RUNNING
-// (kind flow supports allow and skip: scheduleflow.go).
+// (scheduleflow.go).
 type Overlap string
 
 const (
@@ -39,10 +39,13 @@ const (
 	OverlapSkip  Overlap = "skip"  // no new run while the previous one is not finished; the tick is skipped
 	// OverlapBufferOne: at most one run waits for the running one. It is inserted held
 	// (PENDING, ScheduledFor = HeldRunAt) and made due in the transaction that finishes
-	// the running one; ticks that come while one waits are skipped.
+	// the running one; ticks that come while one waits are skipped. Kind flow: the held
+	// flow is created but not started (every step WAITING, no task) and starts in the
+	// transaction that ends the running flow.
 	OverlapBufferOne Overlap = "buffer_one"
 	// OverlapCancelOther: a new run cancels the previous one as CancelTask does (PENDING
-	// or ENQUEUED at once, PROCESSING by a cancel request) and starts at once.
+	// or ENQUEUED at once, PROCESSING by a cancel request) and starts at once. Kind flow:
+	// the running flow is canceled as CancelFlow does.
 	OverlapCancelOther Overlap = "cancel_other"
 )
 
@@ -88,7 +91,8 @@ type Schedule struct {
 	LastEnqueuedAt *time.Time // when (database time) that run was enqueued
 	// CurrentRunID is the newest run a claim started, until it finishes (nil then); the
 	// overlap policy compares a new tick with it. WaitingRunID is the buffer_one run that
-	// waits for it (held until it finishes).
+	// waits for it (held until it finishes). Kind flow: flow ids (a held flow that was
+	// canceled while it waited may stay named in WaitingRunID; it no longer counts).
 	CurrentRunID *uuid.UUID
 	WaitingRunID *uuid.UUID
 	// SkippedTicks counts the ticks that got no run, by catch-up or overlap policy, since
@@ -176,8 +180,9 @@ type ScheduleStore interface {
 	// ClaimDueSchedules claims due, enabled schedules (SKIP LOCKED) and, in the same
 	// transaction per claim, enqueues their runs per the catch-up and overlap policies
 	// (cancel_other also cancels the previous run) and advances NextRunAt. A
-	// cancel_other schedule whose running task is locked by another transaction at
-	// that moment (an outcome being written) is left due for a later claim. Concurrent callers never claim the same schedule twice, and no tick is
+	// cancel_other schedule whose running task (or, for kind flow, a live task or the row
+	// of its running flow) is locked by another transaction at that moment (an outcome
+	// being written) is left due for a later claim. Concurrent callers never claim the same schedule twice, and no tick is
 	// ever enqueued twice (the idempotency key guarantees it even across restores).
 	ClaimDueSchedules(ctx context.Context, params ClaimSchedulesParams) ([]ScheduleClaim, error)
 	// ListScheduleRuns returns the tasks a schedule created (by claims or triggers),
@@ -233,7 +238,8 @@ func ValidateScheduleName(name string) error {
 const CatchUpScanLimit = 1000
 
 // The rule of overlap, applied to the ticks catch-up chose (in order), with "busy" =
-// CurrentRunID names an unfinished task and "waiting" = WaitingRunID a held one:
+// CurrentRunID names an unfinished task (kind flow: a RUNNING flow) and "waiting" =
+// WaitingRunID a held one (kind flow: a held flow still RUNNING, created but not started):
 // allow runs them all; skip runs the first when not busy, and skips the rest (they would
 // overlap it); cancel_other runs the last (each would cancel the one before) and cancels
 // the current run; buffer_one runs the first when not busy and holds the next one,
@@ -311,12 +317,9 @@ func (p *ScheduleParams) Normalize() error {
 	return p.Task.Normalize()
 }
 
-// normalizeFlow checks a kind flow schedule: a valid flow template, no task, an overlap
-// kind flow supports; Task becomes the placeholder the store's columns need.
+// normalizeFlow checks a kind flow schedule: a valid flow template, no task; Task
+// becomes the placeholder the store's columns need.
 func (p *ScheduleParams) normalizeFlow() error {
-	if err := checkFlowOverlap(p.Overlap); err != nil {
-		return err
-	}
 	flow, err := normalizeFlowTemplate(p.Flow)
 	if err != nil {
 		return err

@@ -14,8 +14,10 @@ import (
 // the idempotency key schedule:<name>:<unix of the tick> (ScheduleRunKey), in the same
 // transaction that advances next_run_at. The catch-up policies apply as for tasks. A
 // flow run is the schedule's current run for overlap: it is finished once its status is
-// not RUNNING. Overlap allow and skip apply; buffer_one and cancel_other are refused for
-// kind flow (ErrInvalid) until a held flow and a canceling claim exist.
+// not RUNNING. Every overlap policy applies: buffer_one holds a flow created but not
+// started (every step WAITING, no task) and starts it in the transaction that ends the
+// current flow; cancel_other cancels the current flow (as CancelFlow) in the claim that
+// starts the next one (docs/architecture.md, "Schedules of kind flow").
 
 // The errors of a trigger that names a schedule of the other kind (ErrInvalid).
 var (
@@ -119,25 +121,15 @@ func FlowPlaceholderTask(t *FlowParams) TaskTemplate {
 	return TaskTemplate{Kind: ScheduleKindFlow, Queue: t.Queue, Payload: json.RawMessage(`{}`), MaxAttempts: 1}
 }
 
-// checkFlowOverlap refuses the overlap policies kind flow does not support yet.
-func checkFlowOverlap(o Overlap) error {
-	if o == OverlapAllow || o == OverlapSkip {
-		return nil
-	}
-	return fmt.Errorf("%w: overlap %q is not supported for a schedule of kind flow yet; use allow or skip", ErrInvalid, o)
-}
-
 // CheckUpdateForKind refuses an update that does not fit a schedule of kind: a task
-// template for a flow schedule, a flow for a task schedule, an overlap kind flow does
-// not support. The adapters call it with the schedule's kind (which never changes).
+// template for a flow schedule, a flow for a task schedule. The adapters call it with
+// the schedule's kind (which never changes).
 func (u *ScheduleUpdate) CheckUpdateForKind(kind string) error {
 	switch {
 	case kind == ScheduleKindFlow && u.Task != nil:
 		return fmt.Errorf("%w: a schedule of kind flow has a flow, not a task: update its flow", ErrInvalid)
 	case kind != ScheduleKindFlow && u.Flow != nil:
 		return fmt.Errorf("%w: a schedule of kind task has a task, not a flow: update its task", ErrInvalid)
-	case kind == ScheduleKindFlow && u.Overlap != nil:
-		return checkFlowOverlap(*u.Overlap)
 	}
 	return nil
 }

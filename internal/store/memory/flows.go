@@ -62,6 +62,13 @@ func (s *Store) CreateFlow(ctx context.Context, params store.FlowParams) (store.
 // createFlow is CreateFlow with p normalized and s.mu held (a schedule's claim starts
 // its flows under the same lock as its other writes).
 func (s *Store) createFlow(p store.FlowParams) (store.FlowCreateResult, error) {
+	return s.insertFlow(p, true)
+}
+
+// insertFlow is createFlow; with start false the flow is created but not started (every
+// step WAITING, no task), as a schedule's held flow (buffer_one), which
+// scheduleFlowEnded starts later.
+func (s *Store) insertFlow(p store.FlowParams, start bool) (store.FlowCreateResult, error) {
 	if p.IdempotencyKey != "" {
 		if fe := s.flowKeys[p.IdempotencyKey]; fe != nil {
 			return store.FlowCreateResult{Flow: s.flowView(fe), Existing: true}, nil
@@ -87,7 +94,16 @@ func (s *Store) createFlow(p store.FlowParams) (store.FlowCreateResult, error) {
 	if p.IdempotencyKey != "" {
 		s.flowKeys[p.IdempotencyKey] = fe
 	}
-	for _, st := range fe.steps { // rota.flow_start
+	if start {
+		s.startFlow(fe, now)
+	}
+	return store.FlowCreateResult{Flow: s.flowView(fe)}, nil
+}
+
+// startFlow starts the steps of fe without dependencies (rota.flow_start); a flow that
+// is not RUNNING starts nothing.
+func (s *Store) startFlow(fe *flowEntry, now time.Time) {
+	for _, st := range fe.steps {
 		if fe.flow.Status != store.FlowRunning {
 			break
 		}
@@ -95,7 +111,6 @@ func (s *Store) createFlow(p store.FlowParams) (store.FlowCreateResult, error) {
 			s.activateStep(fe, st, now)
 		}
 	}
-	return store.FlowCreateResult{Flow: s.flowView(fe)}, nil
 }
 
 func insertSorted(ids []uuid.UUID, id uuid.UUID) []uuid.UUID {
@@ -163,6 +178,7 @@ func (s *Store) stepDone(fe *flowEntry, st *stepEntry, now time.Time) {
 		fe.flow.Status, fe.flow.UpdatedAt = store.FlowSucceeded, now
 		done := now
 		fe.flow.CompletedAt = &done
+		s.scheduleFlowEnded(fe, now)
 	}
 	var ready []*stepEntry
 	for _, next := range fe.steps {
@@ -194,6 +210,7 @@ func (s *Store) stopFlow(fe *flowEntry, to store.FlowStatus, now time.Time) {
 	if fe.flow.IdempotencyKey != "" && s.flowKeys[fe.flow.IdempotencyKey] == fe {
 		delete(s.flowKeys, fe.flow.IdempotencyKey)
 	}
+	s.scheduleFlowEnded(fe, now) // as the trigger on rota.flows: before the tasks are canceled
 	s.flowStopping = true
 	defer func() { s.flowStopping = false }()
 	for _, st := range fe.steps {

@@ -213,8 +213,8 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 	return cloneSchedule(&row.sc), nil
 }
 
-// DeleteSchedule removes a schedule; the tasks it created stay, but a buffered run
-// still held is canceled (nothing would make it due any more).
+// DeleteSchedule removes a schedule; the tasks and flows it created stay, but a buffered
+// run still held (a task or a flow) is canceled (nothing would start it any more).
 func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -226,6 +226,12 @@ func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
 		return err
 	}
 	delete(s.schedules, name)
+	if row.sc.Kind == store.ScheduleKindFlow {
+		if id := row.sc.WaitingRunID; id != nil && s.flows[*id] != nil { // a held flow
+			s.stopFlow(s.flows[*id], store.FlowCanceled, s.clock())
+		}
+		return nil
+	}
 	if e := s.runEntry(row.sc.WaitingRunID); e != nil && e.task.Status == store.StatusPending {
 		s.cancel(e, s.clock())
 	}
@@ -278,6 +284,30 @@ func (s *Store) scheduleRunEnded(t *store.Task, now time.Time) {
 		}
 	case sc.WaitingRunID != nil && *sc.WaitingRunID == t.ID:
 		sc.WaitingRunID = nil
+	}
+}
+
+// scheduleFlowEnded is rota.schedule_flow_ended (migration 0029): fe, a flow that just
+// ended, was perhaps a schedule's current run; its waiting (held) flow then becomes
+// current and starts. A held flow that ends (canceled while held) stays named in
+// WaitingRunID, as in PostgreSQL (the claim counts it waiting only while RUNNING).
+// Callers hold s.mu.
+func (s *Store) scheduleFlowEnded(fe *flowEntry, now time.Time) {
+	rest, ok := strings.CutPrefix(fe.flow.IdempotencyKey, "schedule:")
+	if !ok {
+		return
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	row := s.schedules[name]
+	if row == nil || row.sc.CurrentRunID == nil || *row.sc.CurrentRunID != fe.flow.ID {
+		return
+	}
+	sc := &row.sc
+	sc.CurrentRunID, sc.WaitingRunID = sc.WaitingRunID, nil
+	if sc.CurrentRunID != nil {
+		if held := s.flows[*sc.CurrentRunID]; held != nil {
+			s.startFlow(held, now)
+		}
 	}
 }
 
@@ -469,6 +499,9 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 		}
 		waiting := row.sc.Overlap != store.OverlapAllow && s.runEntry(row.sc.WaitingRunID) != nil &&
 			s.runEntry(row.sc.WaitingRunID).task.Status == store.StatusPending
+		if row.sc.Kind == store.ScheduleKindFlow {
+			waiting = row.sc.Overlap != store.OverlapAllow && s.liveFlowRun(row.sc.WaitingRunID)
+		}
 		runTicks, heldFrom := overlapTicks(ticks, row.sc.Overlap, busy, waiting)
 		skipped += len(ticks) - len(runTicks)
 		ticks = runTicks
@@ -493,7 +526,12 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 		sc := &p.row.sc
 		previous := sc.CurrentRunID
 		if sc.Kind == store.ScheduleKindFlow {
-			p.claim.Flows = s.startScheduledFlows(sc, p.ticks)
+			p.claim.Flows = s.startScheduledFlows(sc, p.ticks, p.heldFrom)
+			if sc.Overlap == store.OverlapCancelOther && previous != nil && *sc.CurrentRunID != *previous && s.liveFlowRun(previous) {
+				// As the PostgreSQL adapter: the flow the new current run replaced is
+				// canceled as CancelFlow does.
+				s.stopFlow(s.flows[*previous], store.FlowCanceled, now)
+			}
 		}
 		for j, tick := range p.ticks {
 			if sc.Kind == store.ScheduleKindFlow {
@@ -542,16 +580,21 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 
 // startScheduledFlows starts one flow per tick of a kind flow schedule, keyed
 // schedule:<name>:<unix of the tick>; a tick whose flow exists (its key is held) starts
-// nothing. The newest flow started becomes the current run. Callers hold s.mu.
-func (s *Store) startScheduledFlows(sc *store.Schedule, ticks []time.Time) []*store.Flow {
+// nothing. The newest flow started becomes the current run; the ticks from index
+// heldFrom on get a held flow (buffer_one: created, not started), the waiting run.
+// Callers hold s.mu.
+func (s *Store) startScheduledFlows(sc *store.Schedule, ticks []time.Time, heldFrom int) []*store.Flow {
 	var started []*store.Flow
-	for _, tick := range ticks {
+	for i, tick := range ticks {
 		p := *store.CloneFlowParams(sc.Flow)
 		p.IdempotencyKey = store.ScheduleRunKey(sc.Name, tick)
 		if err := p.Normalize(); err != nil { // validated before any write
 			panic(fmt.Sprintf("memory store: claim schedule %q: %v", sc.Name, err))
 		}
-		res, err := s.createFlow(p)
+		// As the PostgreSQL adapter: a tick held after one that was to run but started
+		// nothing (its flow existed) runs instead, or nothing would release it.
+		held := i >= heldFrom && !(heldFrom >= 1 && len(started) == 0)
+		res, err := s.insertFlow(p, !held)
 		if err != nil {
 			panic(fmt.Sprintf("memory store: claim schedule %q: %v", sc.Name, err))
 		}
@@ -559,7 +602,11 @@ func (s *Store) startScheduledFlows(sc *store.Schedule, ticks []time.Time) []*st
 			continue
 		}
 		id := res.Flow.ID
-		sc.CurrentRunID = &id
+		if held {
+			sc.WaitingRunID = &id
+		} else {
+			sc.CurrentRunID = &id
+		}
 		started = append(started, res.Flow)
 	}
 	return started

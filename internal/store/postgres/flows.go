@@ -59,6 +59,13 @@ func (s *Store) CreateFlowTx(ctx context.Context, tx pgx.Tx, params store.FlowPa
 }
 
 func createFlow(ctx context.Context, q querier, p store.FlowParams) (store.FlowCreateResult, error) {
+	return insertFlow(ctx, q, p, true)
+}
+
+// insertFlow is createFlow; with start false the flow is created but not started (no
+// rota.flow_start: every step WAITING, no task), as a schedule's held flow is
+// (buffer_one), which rota.schedule_flow_ended (migration 0029) starts later.
+func insertFlow(ctx context.Context, q querier, p store.FlowParams, start bool) (store.FlowCreateResult, error) {
 	if err := p.Normalize(); err != nil {
 		return store.FlowCreateResult{}, fmt.Errorf("create flow: %w", err)
 	}
@@ -69,8 +76,10 @@ func createFlow(ctx context.Context, q querier, p store.FlowParams) (store.FlowC
 			if err := insertSteps(ctx, q, p); err != nil {
 				return store.FlowCreateResult{}, translate("create flow", err)
 			}
-			if _, err := q.Exec(ctx, sqlFlowStart, p.ID); err != nil {
-				return store.FlowCreateResult{}, translate("create flow", err)
+			if start {
+				if _, err := q.Exec(ctx, sqlFlowStart, p.ID); err != nil {
+					return store.FlowCreateResult{}, translate("create flow", err)
+				}
 			}
 			f, err := getFlow(ctx, q, p.ID)
 			return store.FlowCreateResult{Flow: f}, translateFlow("create flow", p.ID, err)

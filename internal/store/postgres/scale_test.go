@@ -193,14 +193,17 @@ func loadScale(t testing.TB, pool *pgxpool.Pool, n int64, logf func(string, ...a
 			        (SELECT id FROM rota.tasks WHERE status = CASE WHEN $2::text = 'cancel_other' THEN 'SUCCEEDED' ELSE 'PROCESSING' END
 			         LIMIT 1))`, fmt.Sprintf("scale-%d", i), overlap)
 	}
-	// Two schedules of kind flow (migration 0021): allow starts a flow in the claim's
-	// transaction; skip finds its current flow RUNNING (the claim's rota.flows probe).
-	for i, overlap := range []string{"allow", "skip"} {
+	// Schedules of kind flow (migrations 0021, 0029), each with a RUNNING flow of its own
+	// as its current run: allow starts a flow in the claim's transaction; skip finds its
+	// current flow RUNNING (the claim's rota.flows probe); buffer_one creates a held flow;
+	// cancel_other locks its running flow's live tasks and row and cancels it.
+	for i, overlap := range []string{"allow", "skip", "buffer_one", "cancel_other"} {
 		run("flow schedule", `INSERT INTO rota.schedules (name, kind, cron_spec, task_kind, task_queue, next_run_at, overlap,
 			                            flow_template, current_run_id)
 			VALUES ($1, 'flow', '* * * * *', 'flow', 'q1', now() - interval '30 seconds', $2::text,
 			        '{"queue": "q1", "steps": [{"name": "a", "kind": "noop", "queue": "q1", "payload": {}, "max_attempts": 3}]}',
-			        (SELECT id FROM rota.flows WHERE status = 'RUNNING' LIMIT 1))`, fmt.Sprintf("scale-flow-%d", i), overlap)
+			        (SELECT id FROM rota.flows WHERE status = 'RUNNING' ORDER BY id OFFSET $3 LIMIT 1))`,
+			fmt.Sprintf("scale-flow-%d", i), overlap, i)
 	}
 	run("vacuum analyze tasks", `VACUUM ANALYZE rota.tasks`)
 	run("vacuum analyze attempts", `VACUUM ANALYZE rota.task_attempts`)

@@ -224,12 +224,15 @@ func (s *Store) UpdateSchedule(ctx context.Context, name string, update store.Sc
 	return sc, nil
 }
 
-// DeleteSchedule removes a schedule; the tasks it created stay, but a buffered run
-// still held is canceled.
+// DeleteSchedule removes a schedule; the tasks and flows it created stay, but a buffered
+// run still held (a task or a flow) is canceled.
 func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
 	op := fmt.Sprintf("delete schedule %q", name)
-	var deleted int64
-	if err := s.pool.QueryRow(ctx, sqlDeleteSchedule, name).Scan(&deleted); err != nil {
+	var (
+		deleted  int64
+		heldFlow pgtype.Text // the status of a held flow the delete canceled
+	)
+	if err := s.pool.QueryRow(ctx, sqlDeleteSchedule, name).Scan(&deleted, &heldFlow); err != nil {
 		return translateSchedule(op, err)
 	}
 	if deleted == 0 {
@@ -409,11 +412,15 @@ func claimSchedulesTx(ctx context.Context, conn *pgxpool.Conn, limit int) ([]sto
 }
 
 // scheduledFlows are the ticks of a kind flow schedule a claim planned, with its
-// template (claim is the index of its ScheduleClaim).
+// template (claim is the index of its ScheduleClaim). The ticks from the heldFrom-th
+// (1-based) on are held (buffer_one); cancel is the running flow cancel_other replaces,
+// which the claim has locked (rota.schedule_lock_flow).
 type scheduledFlows struct {
 	claim    int
 	ticks    []time.Time
 	template []byte
+	heldFrom int
+	cancel   *uuid.UUID
 }
 
 // claimSchedules runs step 2 of the claim and reads its rows (errors untranslated).
@@ -441,15 +448,18 @@ func readScheduleClaims(rows pgx.Rows) ([]store.ScheduleClaim, []scheduledFlows,
 			hasRun    bool
 			flowTicks []time.Time
 			template  []byte
+			heldFrom  int32
+			cancel    pgtype.UUID
 		)
-		task, err := scanTask(rows, &name, &skipped, &next, &hasRun, &flowTicks, &template)
+		task, err := scanTask(rows, &name, &skipped, &next, &hasRun, &flowTicks, &template, &heldFrom, &cancel)
 		if err != nil {
 			return nil, nil, err
 		}
 		if n := len(claims); n == 0 || claims[n-1].Name != name {
 			claims = append(claims, store.ScheduleClaim{Name: name, SkippedTicks: int(skipped), NextRunAt: next.UTC()})
 			if len(flowTicks) > 0 {
-				flows = append(flows, scheduledFlows{claim: len(claims) - 1, ticks: flowTicks, template: template})
+				flows = append(flows, scheduledFlows{claim: len(claims) - 1, ticks: flowTicks, template: template,
+					heldFrom: int(heldFrom), cancel: uuidPtr(cancel)})
 			}
 		}
 		if hasRun {
@@ -461,8 +471,12 @@ func readScheduleClaims(rows pgx.Rows) ([]store.ScheduleClaim, []scheduledFlows,
 }
 
 // startScheduledFlows starts one flow per planned tick of the kind flow schedules, keyed
-// schedule:<name>:<unix of the tick> (a tick whose flow exists starts nothing), and names
-// the newest flow started the schedule's current run (overlap skip reads it).
+// schedule:<name>:<unix of the tick> (a tick whose flow exists starts nothing), names the
+// newest flow started the schedule's current run (overlap reads it) and a held one
+// (buffer_one: created, not started) its waiting run, and cancels the flow cancel_other
+// replaced (rota.flow_cancel, as CancelFlow; the claim holds its live tasks and row, so
+// nothing is waited for). A flow is canceled only when a new one became current, as the
+// task trigger schedules_cancel_replaced does for tasks.
 func startScheduledFlows(ctx context.Context, tx querier, claims []store.ScheduleClaim, flows []scheduledFlows) error {
 	for _, sf := range flows {
 		c := &claims[sf.claim]
@@ -470,20 +484,37 @@ func startScheduledFlows(ctx context.Context, tx querier, claims []store.Schedul
 		if err != nil {
 			return fmt.Errorf("schedule %q: %w", c.Name, err)
 		}
-		for _, tick := range sf.ticks {
+		var current, waiting uuid.UUID // uuid.Nil: none started
+		for i, tick := range sf.ticks {
+			// buffer_one holds the tick after one that runs (heldFrom 2); when that one
+			// started nothing (its flow existed: a restore), nothing would ever release
+			// the held flow, so it runs instead.
+			held := i+1 >= sf.heldFrom && !(sf.heldFrom >= 2 && current == uuid.Nil)
 			p := *store.CloneFlowParams(tmpl)
 			p.IdempotencyKey = store.ScheduleRunKey(c.Name, tick)
-			res, err := createFlow(ctx, tx, p)
+			res, err := insertFlow(ctx, tx, p, !held)
 			if err != nil {
 				return fmt.Errorf("schedule %q: %w", c.Name, err)
 			}
-			if !res.Existing {
-				c.Flows = append(c.Flows, res.Flow)
+			if res.Existing {
+				continue
+			}
+			c.Flows = append(c.Flows, res.Flow)
+			if held {
+				waiting = res.Flow.ID
+			} else {
+				current = res.Flow.ID
 			}
 		}
-		if n := len(c.Flows); n > 0 {
-			if _, err := tx.Exec(ctx, sqlScheduleSetCurrentRun, c.Name, c.Flows[n-1].ID); err != nil {
-				return err
+		if current == uuid.Nil && waiting == uuid.Nil {
+			continue
+		}
+		if _, err := tx.Exec(ctx, sqlScheduleSetCurrentRun, c.Name, nullUUID(current), nullUUID(waiting)); err != nil {
+			return err
+		}
+		if sf.cancel != nil && current != uuid.Nil {
+			if _, err := tx.Exec(ctx, sqlFlowCancel, *sf.cancel); err != nil {
+				return fmt.Errorf("schedule %q: cancel flow %s: %w", c.Name, *sf.cancel, err)
 			}
 		}
 	}

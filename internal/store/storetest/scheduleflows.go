@@ -14,7 +14,8 @@ import (
 
 // Schedules of kind flow (DESIGN.md section 10; store/scheduleflow.go): each tick starts
 // one flow keyed schedule:<name>:<unix of the tick>, with the catch-up policies of task
-// schedules, overlap allow or skip.
+// schedules and every overlap policy (buffer_one and cancel_other:
+// scheduleflowoverlap.go).
 
 var scheduleFlowTests = []testCase{
 	{"CreateGetUpdate", testScheduleFlowCRUD},
@@ -22,6 +23,10 @@ var scheduleFlowTests = []testCase{
 	{"ClaimStartsOneFlowPerTick", testScheduleFlowClaim},
 	{"CatchUpOne", testScheduleFlowCatchUpOne},
 	{"OverlapSkip", testScheduleFlowOverlapSkip},
+	{"OverlapBufferOne", testScheduleFlowBufferOne},
+	{"OverlapBufferOneHeldCanceled", testScheduleFlowBufferOneHeldCanceled},
+	{"OverlapBufferOneRestore", testScheduleFlowBufferOneRestore},
+	{"OverlapCancelOther", testScheduleFlowCancelOther},
 	{"Trigger", testScheduleFlowTrigger},
 	{"ConcurrentClaimers", testScheduleFlowConcurrentClaims},
 }
@@ -117,10 +122,14 @@ func testScheduleFlowCRUD(t *testing.T, s store.Store) {
 	if up.Flow == nil || up.Flow.Name != "nightly-v2" || len(up.Flow.Steps) != 1 || up.Task.Queue != "etl2" {
 		t.Fatalf("updated: flow %+v task %+v", up.Flow, up.Task)
 	}
-	skip := store.OverlapSkip
-	if up, err = s.UpdateSchedule(ctx(t), "nightly", store.ScheduleUpdate{Overlap: &skip}); err != nil || up.Overlap != skip {
-		t.Fatalf("UpdateSchedule(overlap skip): %v", err)
+	// Every overlap policy (buffer_one and cancel_other were refused for kind flow before
+	// migration 0029).
+	for _, o := range []store.Overlap{store.OverlapBufferOne, store.OverlapCancelOther, store.OverlapSkip} {
+		if up, err = s.UpdateSchedule(ctx(t), "nightly", store.ScheduleUpdate{Overlap: &o}); err != nil || up.Overlap != o {
+			t.Fatalf("UpdateSchedule(overlap %s): %v", o, err)
+		}
 	}
+	skip := store.OverlapSkip
 
 	bad := []struct {
 		what string
@@ -128,8 +137,6 @@ func testScheduleFlowCRUD(t *testing.T, s store.Store) {
 		u    store.ScheduleUpdate
 	}{
 		{"a task for a flow schedule", "nightly", store.ScheduleUpdate{Task: &store.TaskTemplate{Kind: "k"}}},
-		{"overlap buffer_one for a flow schedule", "nightly", store.ScheduleUpdate{Overlap: ptr(store.OverlapBufferOne)}},
-		{"overlap cancel_other for a flow schedule", "nightly", store.ScheduleUpdate{Overlap: ptr(store.OverlapCancelOther)}},
 		{"a cyclic flow", "nightly", store.ScheduleUpdate{Flow: &store.FlowParams{Steps: steps(step("a", "b"), step("b", "a"))}}},
 		{"a flow for a task schedule", "plain", store.ScheduleUpdate{Flow: etlTemplate("x")}},
 	}
@@ -155,8 +162,7 @@ func testScheduleFlowCreateErrors(t *testing.T, s store.Store) {
 		{"a cycle", func(p *store.ScheduleParams) { p.Flow.Steps = steps(step("a", "b"), step("b", "a")) }, `"a"`},
 		{"an unknown dependency", func(p *store.ScheduleParams) { p.Flow.Steps = steps(step("a", "ghost")) }, "ghost"},
 		{"no steps", func(p *store.ScheduleParams) { p.Flow.Steps = nil }, "step"},
-		{"overlap buffer_one", func(p *store.ScheduleParams) { p.Overlap = store.OverlapBufferOne }, "buffer_one"},
-		{"overlap cancel_other", func(p *store.ScheduleParams) { p.Overlap = store.OverlapCancelOther }, "cancel_other"},
+		{"an unknown overlap", func(p *store.ScheduleParams) { p.Overlap = "buffer_two" }, "buffer_two"},
 	}
 	for i, c := range cases {
 		p := store.ScheduleParams{Name: fmt.Sprintf("bad-%d", i), Kind: store.ScheduleKindFlow, CronSpec: everyMinute, Flow: etlTemplate("f")}

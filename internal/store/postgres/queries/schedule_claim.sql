@@ -20,11 +20,16 @@
 --             transaction holds (its outcome being written, whose trigger waits for this
 --             schedule's row) is not waited for: the schedule is left out, not advanced,
 --             due for the next claim. So a claim never waits for a task's lock while it
---             holds a schedule's, and cannot deadlock;
+--             holds a schedule's, and cannot deadlock. For kind flow the lock is
+--             rota.schedule_lock_flow (migration 0029): every live task of the running
+--             flow and its row, SKIP LOCKED, true only when it got them all; the adapter
+--             cancels that flow (flow_to_cancel) once the new one is current;
 --   runs:     one row per run with its id and whether it is held (buffer_one); kind
 --             task only: a kind flow schedule's planned ticks come back in flow_ticks,
 --             and the adapter starts their flows in this statement's transaction
---             (schedules.go, migration 0021), then names the newest its current run;
+--             (schedules.go, migrations 0021 and 0029), then names the newest due one
+--             its current run and a held one (held_from, buffer_one: created, not
+--             started) its waiting run;
 --   inserted: one task per tick with the run key schedule:<name>:<unix seconds of the
 --             tick> (store.ScheduleRunKey), due at the tick (a held run at 9999-12-31,
 --             store.HeldRunAt), with the columns and defaults of CreateTasks. ON CONFLICT
@@ -75,6 +80,7 @@ WITH due AS MATERIALIZED (
                 WHEN d.kind = 'flow' THEN coalesce(rota.schedule_flow_running(d.current_run_id), false)
                 ELSE coalesce(rota.schedule_run_status(d.current_run_id) IN ('PENDING', 'ENQUEUED', 'PROCESSING'), false) END AS busy,
            CASE WHEN d.overlap = 'allow' OR d.waiting_run_id IS NULL THEN false
+                WHEN d.kind = 'flow' THEN coalesce(rota.schedule_flow_running(d.waiting_run_id), false)
                 ELSE coalesce(rota.schedule_run_status(d.waiting_run_id) = 'PENDING', false) END AS waiting
     FROM due d
 ), ticks AS MATERIALIZED (
@@ -102,8 +108,9 @@ WITH due AS MATERIALIZED (
                       ELSE p.ticks[1:2] END AS run_ticks,
                   CASE WHEN s.overlap <> 'buffer_one' THEN cardinality(p.ticks) + 1
                        WHEN s.busy THEN 1 ELSE 2 END AS held_from) o
-    WHERE CASE WHEN s.overlap = 'cancel_other' AND s.busy AND cardinality(p.ticks) > 0
-               THEN rota.schedule_lock_run(s.current_run_id) ELSE true END
+    WHERE CASE WHEN s.overlap <> 'cancel_other' OR NOT s.busy OR cardinality(p.ticks) = 0 THEN true
+               WHEN s.kind = 'flow' THEN rota.schedule_lock_flow(s.current_run_id)
+               ELSE rota.schedule_lock_run(s.current_run_id) END
 ), runs AS MATERIALIZED (
     SELECT p.task_kind, p.task_queue, p.task_payload, p.task_max_attempts, r.tick,
            r.ord >= p.held_from AS held,
@@ -149,7 +156,9 @@ WITH due AS MATERIALIZED (
     WHERE s.id = p.id
 )
 SELECT p.name, p.skipped, p.new_next_run_at, i.id IS NOT NULL AS has_run,
-       CASE WHEN p.kind = 'flow' THEN p.ticks END AS flow_ticks, p.flow_template,
+       CASE WHEN p.kind = 'flow' THEN p.ticks END AS flow_ticks, p.flow_template, coalesce(p.held_from, 0),
+       CASE WHEN p.kind = 'flow' AND p.overlap = 'cancel_other' AND p.busy AND cardinality(p.ticks) > 0
+            THEN p.current_run_id END AS flow_to_cancel,
        i.id, coalesce(i.queue, ''), coalesce(i.kind, ''), coalesce(i.payload, '{}'),
        coalesce(i.status, ''), coalesce(i.priority, 0), coalesce(i.scheduled_for, now()),
        coalesce(i.attempt_count, 0), coalesce(i.max_attempts, 0), i.idempotency_key,
