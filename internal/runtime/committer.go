@@ -65,11 +65,18 @@ func (c *committer) expedite() {
 // submit queues an outcome; it reports false when the committer has stopped.
 func (c *committer) submit(p pendingOutcome) bool {
 	c.held.Add(1)
+	f := c.w.fetchers[p.e.task.Queue]
+	if f != nil {
+		f.uncommitted.Add(1)
+	}
 	select {
 	case c.in <- p:
 		return true
 	case <-c.done:
 		c.held.Add(-1)
+		if f != nil {
+			f.uncommitted.Add(-1)
+		}
 		return false
 	}
 }
@@ -226,6 +233,7 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 			for _, p := range batch {
 				w.registry.remove(p.e)
 			}
+			c.notifyCommitted(batch)
 			return
 		}
 	}
@@ -285,6 +293,11 @@ func (c *committer) apply(ctx context.Context, batch []pendingOutcome, results [
 // notifyCommitted tells the fetchers of the batch's queues that tasks of theirs stopped
 // running: a claim held back by a concurrency limit may now fit (heldback.go).
 func (c *committer) notifyCommitted(batch []pendingOutcome) {
+	for _, p := range batch {
+		if f := c.w.fetchers[p.e.task.Queue]; f != nil {
+			f.uncommitted.Add(-1)
+		}
+	}
 	last := ""
 	for _, p := range batch {
 		if q := p.e.task.Queue; q != last {

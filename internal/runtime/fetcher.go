@@ -43,6 +43,10 @@ type fetcher struct {
 	// concurrencyHeldAt (UnixNano, 0: never) is when a claim was last held back by a
 	// concurrency limit (heldback.go).
 	concurrencyHeldAt atomic.Int64
+	// uncommitted counts the queue's outcomes handed to the committer and not yet
+	// written: their tasks are still PROCESSING, so they count against a concurrency
+	// limit although their slots are free (heldback.go, roomForClaim).
+	uncommitted atomic.Int64
 }
 
 // claimLoop is what one claiming loop (of FetchLoops) keeps from one claim to the next.
@@ -109,6 +113,16 @@ func (f *fetcher) run(ctx context.Context) {
 			// next claim waits for slots to free up.
 			backlog = true
 			continue
+		}
+		if k := f.roomForClaim(n); k < n {
+			f.w.capacity.release(f.queue, n-k)
+			if n = k; n == 0 {
+				if !f.waitCommitted(ctx) {
+					return
+				}
+				backlog = true
+				continue
+			}
 		}
 		start := time.Now()
 		tasks, err := f.claim(ctx, n, &loop)
