@@ -50,6 +50,9 @@ type fetcher struct {
 	// outbox holds the queue's outcomes for its next claim while a concurrency limit
 	// bites (outbox.go).
 	outbox outbox
+	// flowControlledAt (UnixNano, 0: never) is when a claim last went through the
+	// queue's flow control (store.ClaimReport.FlowControlled; outbox.go).
+	flowControlledAt atomic.Int64
 }
 
 // claimLoop is what one claiming loop (of FetchLoops) keeps from one claim to the next.
@@ -156,6 +159,9 @@ func (f *fetcher) run(ctx context.Context) {
 			continue
 		}
 		failures = 0
+		if loop.report.FlowControlled {
+			f.markFlowControlled()
+		}
 		f.w.capacity.release(f.queue, n-len(tasks))
 		for _, t := range tasks {
 			f.w.executor.start(Delivery{Task: t, claimSpan: loop.claimSpan})
