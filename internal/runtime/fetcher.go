@@ -47,8 +47,8 @@ type fetcher struct {
 	// written: their tasks are still PROCESSING, so they count against a concurrency
 	// limit although their slots are free (heldback.go, roomForClaim).
 	uncommitted atomic.Int64
-	// outbox holds the queue's outcomes for its next claim while a concurrency limit
-	// bites (outbox.go).
+	// outbox holds the queue's outcomes for its next claim while the queue is flow
+	// controlled (outbox.go).
 	outbox outbox
 	// flowControlledAt (UnixNano, 0: never) is when a claim last went through the
 	// queue's flow control (store.ClaimReport.FlowControlled; outbox.go).

@@ -24,8 +24,8 @@ import (
 // limited queue's claims wait for each other (each holds the queue's lock until it
 // commits), and a commit less beside each claim shortens that chain too, so the outbox
 // serves every queue whose claims go through flow control (store.ClaimReport.
-// FlowControlled): a drain of 1,000 groups at group_concurrency 10 commits about 315
-// transactions instead of 500 (docs/performance.md "Flow control", session 8).
+// FlowControlled): a drain of 1,000 groups at group_concurrency 10 commits half the
+// transactions at the same speed (docs/performance.md "Flow control", session 8).
 
 // outboxWait bounds how long an outcome waits in the outbox for a claim to take it.
 const outboxWait = 5 * time.Millisecond
