@@ -65,11 +65,18 @@ func (c *committer) expedite() {
 // submit queues an outcome; it reports false when the committer has stopped.
 func (c *committer) submit(p pendingOutcome) bool {
 	c.held.Add(1)
+	f := c.w.fetchers[p.e.task.Queue]
+	if f != nil {
+		f.uncommitted.Add(1)
+	}
 	select {
 	case c.in <- p:
 		return true
 	case <-c.done:
 		c.held.Add(-1)
+		if f != nil {
+			f.uncommitted.Add(-1)
+		}
 		return false
 	}
 }
@@ -226,14 +233,33 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 			for _, p := range batch {
 				w.registry.remove(p.e)
 			}
+			c.uncount(batch)
+			c.notifyCommitted(batch)
 			return
 		}
 	}
 }
 
-// apply counts and logs what the store did with each outcome, then settles the
-// deliveries of a Source: only now, with the outcome committed, may their messages go.
+// apply records what the store did with a batch the committer wrote.
 func (c *committer) apply(ctx context.Context, batch []pendingOutcome, results []store.OutcomeResult) {
+	c.uncount(batch)
+	c.record(ctx, batch, results)
+}
+
+// uncount takes a batch the committer wrote (or dropped) off its queues' counts of
+// outcomes not yet written, before their fetchers hear of it (notifyCommitted).
+func (c *committer) uncount(batch []pendingOutcome) {
+	for _, p := range batch {
+		if f := c.w.fetchers[p.e.task.Queue]; f != nil {
+			f.uncommitted.Add(-1)
+		}
+	}
+}
+
+// record counts and logs what the store did with each outcome of a batch (written by
+// the committer, or by a claim: outbox.go), then settles the deliveries of a Source:
+// only now, with the outcome committed, may their messages go.
+func (c *committer) record(ctx context.Context, batch []pendingOutcome, results []store.OutcomeResult) {
 	w := c.w
 	var settled []Settled
 	byID := results

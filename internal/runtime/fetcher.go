@@ -43,6 +43,16 @@ type fetcher struct {
 	// concurrencyHeldAt (UnixNano, 0: never) is when a claim was last held back by a
 	// concurrency limit (heldback.go).
 	concurrencyHeldAt atomic.Int64
+	// uncommitted counts the queue's outcomes handed to the committer and not yet
+	// written: their tasks are still PROCESSING, so they count against a concurrency
+	// limit although their slots are free (heldback.go, roomForClaim).
+	uncommitted atomic.Int64
+	// outbox holds the queue's outcomes for its next claim while the queue is flow
+	// controlled (outbox.go).
+	outbox outbox
+	// flowControlledAt (UnixNano, 0: never) is when a claim last went through the
+	// queue's flow control (store.ClaimReport.FlowControlled; outbox.go).
+	flowControlledAt atomic.Int64
 }
 
 // claimLoop is what one claiming loop (of FetchLoops) keeps from one claim to the next.
@@ -110,10 +120,22 @@ func (f *fetcher) run(ctx context.Context) {
 			backlog = true
 			continue
 		}
+		if k := f.roomForClaim(n); k < n {
+			f.w.capacity.release(f.queue, n-k)
+			if n = k; n == 0 {
+				if !f.waitCommitted(ctx) {
+					return
+				}
+				backlog = true
+				continue
+			}
+		}
 		start := time.Now()
-		tasks, err := f.claim(ctx, n, &loop)
+		held := f.takeOutbox()
+		tasks, err := f.claim(ctx, n, &loop, held)
 		cfg.Observer.ClaimDone(f.queue, len(tasks), time.Since(start), err)
 		if err != nil {
+			f.w.submitAll(held) // not written: the committer writes them
 			f.w.capacity.release(f.queue, n)
 			f.w.counters.claimErrors.Add(1)
 			if errors.Is(err, store.ErrInvalid) {
@@ -137,6 +159,9 @@ func (f *fetcher) run(ctx context.Context) {
 			continue
 		}
 		failures = 0
+		if loop.report.FlowControlled {
+			f.markFlowControlled()
+		}
 		f.w.capacity.release(f.queue, n-len(tasks))
 		for _, t := range tasks {
 			f.w.executor.start(Delivery{Task: t, claimSpan: loop.claimSpan})
@@ -162,6 +187,7 @@ func (f *fetcher) run(ctx context.Context) {
 // Only PENDING queues have the idle watcher (Store.NextDue looks at PENDING tasks); a
 // poll-mode worker claiming ENQUEUED tasks polls on its own timer.
 func (f *fetcher) waitIdle(ctx context.Context) bool {
+	f.flushOutbox() // no claim soon: the committer writes them (outbox.go)
 	var poll <-chan time.Time
 	if f.w.idleWatched() {
 		f.idle.Add(1)
@@ -224,7 +250,7 @@ func (f *fetcher) waitForSlots(ctx context.Context) bool {
 
 // claim runs ClaimTasks outside ctx's cancellation: a claim that the database committed
 // must reach the executor, or its tasks would sit leased until the reaper frees them.
-func (f *fetcher) claim(ctx context.Context, n int, loop *claimLoop) ([]*store.Task, error) {
+func (f *fetcher) claim(ctx context.Context, n int, loop *claimLoop, held []pendingOutcome) ([]*store.Task, error) {
 	cfg := &f.w.cfg
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.LeaseDuration)
 	defer cancel()
@@ -233,15 +259,21 @@ func (f *fetcher) claim(ctx context.Context, n int, loop *claimLoop) ([]*store.T
 		loop.after = nil
 	}
 	cctx, span := f.w.startBatch(cctx, "rota.claim", f.queue, n)
+	var results []store.OutcomeResult
 	tasks, err := cfg.Store.ClaimTasks(cctx, store.ClaimParams{
-		Queue:         f.queue,
-		From:          cfg.ClaimFrom,
-		WorkerID:      cfg.WorkerID,
-		Limit:         n,
-		LeaseDuration: cfg.LeaseDuration,
-		After:         loop.after,
-		Report:        &loop.report,
+		Queue:          f.queue,
+		From:           cfg.ClaimFrom,
+		WorkerID:       cfg.WorkerID,
+		Limit:          n,
+		LeaseDuration:  cfg.LeaseDuration,
+		After:          loop.after,
+		Report:         &loop.report,
+		Outcomes:       outcomesOf(held),
+		OutcomeResults: &results,
 	})
+	if err == nil && len(held) > 0 {
+		f.w.committer.record(cctx, held, results)
+	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("rota.claimed", len(tasks)))
 	}
@@ -274,6 +306,7 @@ func errorBackoff(n int) time.Duration {
 // store is back after an outage, or notified new tasks); it reports whether a wake-up
 // ended the wait and whether ctx is alive.
 func (f *fetcher) waitAfterError(ctx context.Context, d time.Duration) (woken, alive bool) {
+	f.flushOutbox()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -48,6 +48,38 @@ func (f *fetcher) concurrencyHeldRecently() bool {
 	return at != 0 && time.Since(time.Unix(0, at)) < concurrencyHeldFor
 }
 
+// roomForClaim is how many of n reserved slots a claim should ask for. While a
+// concurrency limit holds the queue's claims back, a task counts against the limit until
+// its outcome is written, not until its handler returned (its slot is free by then): a
+// claim for the slots of outcomes not yet written would find the limit reached and come
+// back held, a round trip (and, under the queue's lock, a wait for every other claimer)
+// for nothing. So it asks only for the slots whose tasks' outcomes are written; with a
+// limit equal to the worker's concurrency, exactly the room the limit has left.
+// Without a recent hold it asks for all n: the limit, if any, is higher.
+func (f *fetcher) roomForClaim(n int) int {
+	if !f.concurrencyHeldRecently() {
+		return n
+	}
+	return max(0, n-int(f.uncommitted.Load()))
+}
+
+// waitCommitted waits, after roomForClaim left nothing to claim, until an outcome of the
+// queue is written (the committer writes at once while the limit bites: writeAtOnce),
+// or heldRetry; it reports whether ctx is alive.
+func (f *fetcher) waitCommitted(ctx context.Context) bool {
+	f.flushOutbox()
+	f.w.committer.expedite()
+	t := time.NewTimer(loop.Jitter(heldRetry))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-f.committed:
+	case <-t.C:
+	}
+	return true
+}
+
 // notifyCommitted tells the fetcher that an outcome of its queue was committed (a task
 // of the queue stopped running), without blocking.
 func (f *fetcher) notifyCommitted() {
@@ -60,6 +92,7 @@ func (f *fetcher) notifyCommitted() {
 // waitHeld waits after a claim held back by r.HeldBack, as the comment above says; it
 // reports whether ctx is alive.
 func (f *fetcher) waitHeld(ctx context.Context, r store.ClaimReport) bool {
+	f.flushOutbox() // no claim soon: the committer writes them (outbox.go)
 	var d time.Duration
 	var woken <-chan struct{}
 	switch r.HeldBack {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -27,18 +28,8 @@ const (
 // claimLimited claims through rota.claim_limited and fills params.Report from its
 // report row (the row whose task columns are NULL).
 func (s *Store) claimLimited(ctx context.Context, queue string, limit int, params store.ClaimParams) ([]*store.Task, error) {
-	var ids []pgtype.UUID // NULL unless the claim is by id
-	if params.TaskIDs != nil {
-		ids = make([]pgtype.UUID, len(params.TaskIDs))
-		for i, id := range params.TaskIDs {
-			ids[i] = pgtype.UUID{Bytes: id, Valid: true}
-		}
-	}
-	sql := sqlClaimLimitedEnqueued
-	if params.From == store.StatusPending {
-		sql = sqlClaimLimitedPending
-	}
-	rows, err := s.pool.Query(ctx, sql, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration, ids)
+	sql, args := limitedClaimArgs(queue, limit, params)
+	rows, err := s.pool.Query(ctx, sql, append([]any{planPerCall}, args...)...)
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
@@ -47,14 +38,82 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
+	return s.limitedClaimDone(queue, params, tasks, report), nil
+}
+
+// limitedClaimArgs is the rota.claim_limited call for a claim.
+func limitedClaimArgs(queue string, limit int, params store.ClaimParams) (string, []any) {
+	var ids []pgtype.UUID // NULL unless the claim is by id
+	if params.TaskIDs != nil {
+		ids = uuidArgs(params.TaskIDs)
+	}
+	sql := sqlClaimLimitedEnqueued
+	if params.From == store.StatusPending {
+		sql = sqlClaimLimitedPending
+	}
+	return sql, []any{queue, limit, params.WorkerID, params.LeaseDuration, ids}
+}
+
+// claimWithOutcomes writes params.Outcomes and claims through rota.claim_limited in one
+// transaction and one round trip: the two statements go as one pipeline, which
+// PostgreSQL runs as one implicit transaction (pgx's SendBatch), so the claim counts
+// the outcomes' tasks as ended, and a failure writes neither. The store goes straight
+// to rota.claim_limited, as for a queue found flow controlled: the caller hands in
+// outcomes only while a concurrency limit holds its claims back.
+func (s *Store) claimWithOutcomes(ctx context.Context, queue string, limit int, params store.ClaimParams) ([]*store.Task, error) {
+	b, err := prepareOutcomes(params.Outcomes)
+	if err != nil {
+		return nil, fmt.Errorf("claim tasks: %w", err)
+	}
+	sql, args := limitedClaimArgs(queue, limit, params)
+	var tasks []*store.Task
+	var report store.ClaimReport
+	err = retryDeadlock(func() error { // as RecordOutcomes: a deadlock wrote nothing
+		batch := &pgx.Batch{}
+		if len(b.sent) > 0 {
+			batch.Queue(sqlRecordOutcomes, b.args()...)
+		}
+		batch.Queue(sql, args...)
+		br := s.pool.SendBatch(ctx, batch)
+		if len(b.sent) > 0 {
+			rows, err := br.Query()
+			if err := b.read(rows, err); err != nil {
+				_ = br.Close()
+				return err
+			}
+		}
+		rows, err := br.Query()
+		if err != nil {
+			_ = br.Close()
+			return err
+		}
+		report = store.ClaimReport{}
+		if tasks, err = collectLimitedClaim(rows, &report); err != nil {
+			_ = br.Close()
+			return err
+		}
+		return br.Close() // the commit
+	})
+	if err != nil {
+		return nil, translate("claim tasks", err)
+	}
+	*params.OutcomeResults = b.finish()
+	return s.limitedClaimDone(queue, params, tasks, report), nil
+}
+
+// limitedClaimDone reports a claim of rota.claim_limited to params.Report and
+// remembers whether its queue is flow controlled.
+func (s *Store) limitedClaimDone(queue string, params store.ClaimParams, tasks []*store.Task, report store.ClaimReport) []*store.Task {
+	controlled := len(tasks) > 0 || report.HeldBack != ""
+	report.FlowControlled = controlled
 	if params.Report != nil {
 		*params.Report = report
 	}
 	// Tasks the plain statement left, or a setting that held the claim back: the queue
 	// is flow controlled, and its next claims skip the plain statement for a while.
 	// Nothing claimed and nothing held back: an empty queue, which may well be plain.
-	s.flowControlled.mark(queue, len(tasks) > 0 || report.HeldBack != "")
-	return tasks, nil
+	s.flowControlled.mark(queue, controlled)
+	return tasks
 }
 
 // flowControlRecheck is how long the claims of a queue found flow controlled go
