@@ -50,9 +50,6 @@ type fetcher struct {
 	// outbox holds the queue's outcomes for its next claim while the queue is flow
 	// controlled (outbox.go).
 	outbox outbox
-	// flowControlledAt (UnixNano, 0: never) is when a claim last went through the
-	// queue's flow control (store.ClaimReport.FlowControlled; outbox.go).
-	flowControlledAt atomic.Int64
 }
 
 // claimLoop is what one claiming loop (of FetchLoops) keeps from one claim to the next.
@@ -159,9 +156,6 @@ func (f *fetcher) run(ctx context.Context) {
 			continue
 		}
 		failures = 0
-		if loop.report.FlowControlled {
-			f.markFlowControlled()
-		}
 		f.w.capacity.release(f.queue, n-len(tasks))
 		for _, t := range tasks {
 			f.w.executor.start(Delivery{Task: t, claimSpan: loop.claimSpan})

@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -141,56 +140,40 @@ func TestDrainAtTheConcurrencyLimitIsNotHeldBackPostgres(t *testing.T) {
 	}
 }
 
-// While a queue is flow controlled, outcomes go with the next claim (outbox.go): most of
-// a drain's outcomes are written by claims, in their transaction, not by a write of
-// their own before them; at a concurrency limit, and under group limits, whose claims
-// are never held back here but wait for each other. The old worker wrote every outcome
-// through the committer.
-func TestOutcomesOfFlowControlledQueuesGoWithClaimsPostgres(t *testing.T) {
+// At the concurrency limit, outcomes go with the next claim (outbox.go): most of a
+// drain's outcomes are written by claims, in their transaction, not by a write of their
+// own before them. The old worker wrote every outcome through the committer.
+func TestOutcomesAtTheConcurrencyLimitGoWithClaimsPostgres(t *testing.T) {
 	const tasks, slots = 1000, 10
-	for _, c := range []struct {
-		name   string
-		patch  store.QueuePatch
-		groups int
-	}{
-		{"concurrency", store.QueuePatch{Concurrency: &store.Change[int]{To: new(slots)}}, 0},
-		{"groups", store.QueuePatch{GroupConcurrency: &store.Change[int]{To: new(2)}}, 50},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			st := limitedStore(t, store.DefaultQueue, c.patch)
-			var withClaims, alone atomic.Int64
-			mux := runtime.NewMux()
-			mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { return nil })
-			cfg := testConfig(t)
-			cfg.Concurrency = slots
-			cfg.Store = &wrapStore{Store: st,
-				claim: func(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
-					got, err := st.ClaimTasks(ctx, p)
-					if err == nil {
-						withClaims.Add(int64(len(p.Outcomes)))
-					}
-					return got, err
-				},
-				record: func(ctx context.Context, o []store.Outcome) ([]store.OutcomeResult, error) {
-					alone.Add(int64(len(o)))
-					return st.RecordOutcomes(ctx, o)
-				}}
-			h := newHarness(t, mux, cfg)
-			params := make([]store.CreateParams, tasks)
-			for i := range params {
-				params[i] = store.CreateParams{Kind: "noop"}
-				if c.groups > 0 {
-					params[i].GroupKey = fmt.Sprintf("g%d", i%c.groups)
-				}
+	st := limitedStore(t, store.DefaultQueue, store.QueuePatch{Concurrency: &store.Change[int]{To: new(slots)}})
+	var withClaims, alone atomic.Int64
+	mux := runtime.NewMux()
+	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { return nil })
+	cfg := testConfig(t)
+	cfg.Concurrency = slots
+	cfg.Store = &wrapStore{Store: st,
+		claim: func(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
+			got, err := st.ClaimTasks(ctx, p)
+			if err == nil {
+				withClaims.Add(int64(len(p.Outcomes)))
 			}
-			ids := h.create(params...)
-			h.start()
-			for _, id := range ids {
-				h.waitStatus(id, store.StatusSucceeded)
-			}
-			if c, a := withClaims.Load(), alone.Load(); c < a {
-				t.Fatalf("%d outcomes written by claims, %d on their own: want most with claims", c, a)
-			}
-		})
+			return got, err
+		},
+		record: func(ctx context.Context, o []store.Outcome) ([]store.OutcomeResult, error) {
+			alone.Add(int64(len(o)))
+			return st.RecordOutcomes(ctx, o)
+		}}
+	h := newHarness(t, mux, cfg)
+	params := make([]store.CreateParams, tasks)
+	for i := range params {
+		params[i] = store.CreateParams{Kind: "noop"}
+	}
+	ids := h.create(params...)
+	h.start()
+	for _, id := range ids {
+		h.waitStatus(id, store.StatusSucceeded)
+	}
+	if c, a := withClaims.Load(), alone.Load(); c < a {
+		t.Fatalf("%d outcomes written by claims, %d on their own: want most with claims", c, a)
 	}
 }

@@ -20,12 +20,9 @@ import (
 // outcome over, which wakes the fetcher (waitForSlots). Whatever is not taken within
 // outboxWait, or when the fetcher waits for anything but slots, goes to the committer.
 
-// With the other limits (and fair turns) claims are not held back as often, but a
-// limited queue's claims wait for each other (each holds the queue's lock until it
-// commits), and a commit less beside each claim shortens that chain too, so the outbox
-// serves every queue whose claims go through flow control (store.ClaimReport.
-// FlowControlled): a drain of 1,000 groups at group_concurrency 10 commits half the
-// transactions at the same speed (docs/performance.md "Flow control", session 8).
+// Only a concurrency limit engages it: a plain queue's claim can look flow controlled to
+// the store (a task came in between its plain and its limited statement), and its
+// outcomes must not wait for claims (the steady workload's time to SUCCEEDED).
 
 // outboxWait bounds how long an outcome waits in the outbox for a claim to take it.
 const outboxWait = 5 * time.Millisecond
@@ -38,12 +35,11 @@ type outbox struct {
 	closed bool        // the fetcher stopped claiming: outcomes go to the committer
 }
 
-// holdOutcome keeps p for the queue's next claim, when the fetcher claims in poll mode
-// and the queue's claims were held back by a concurrency limit lately or went through
-// its flow control (store.ClaimReport.FlowControlled); it reports whether it kept it
-// (otherwise the caller hands it to the committer).
+// holdOutcome keeps p for the queue's next claim, when the queue's claims were held back
+// by a concurrency limit lately and the fetcher claims in poll mode; it reports whether
+// it kept it (otherwise the caller hands it to the committer).
 func (f *fetcher) holdOutcome(p pendingOutcome) bool {
-	if f.w.cfg.Source != nil || !(f.concurrencyHeldRecently() || f.flowControlledRecently()) {
+	if f.w.cfg.Source != nil || !f.concurrencyHeldRecently() {
 		return false
 	}
 	b := &f.outbox
@@ -79,18 +75,6 @@ func (f *fetcher) takeOutbox() []pendingOutcome {
 // flushOutbox hands the held outcomes to the committer.
 func (f *fetcher) flushOutbox() {
 	f.w.submitAll(f.takeOutbox())
-}
-
-// markFlowControlled notes that a claim of the queue went through its flow control.
-func (f *fetcher) markFlowControlled() {
-	f.flowControlledAt.Store(time.Now().UnixNano())
-}
-
-// flowControlledRecently reports whether a claim of the queue went through its flow
-// control within concurrencyHeldFor: its next claims will too (the store remembers).
-func (f *fetcher) flowControlledRecently() bool {
-	at := f.flowControlledAt.Load()
-	return at != 0 && time.Since(time.Unix(0, at)) < concurrencyHeldFor
 }
 
 // closeOutbox flushes the outbox for good: the fetcher's loops have stopped.

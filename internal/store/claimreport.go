@@ -40,12 +40,6 @@ type ClaimReport struct {
 	// the queue (or group) ends, so retry when one does, and otherwise after a short
 	// interval.
 	RetryIn time.Duration
-	// FlowControlled says that the claim went through the queue's settings or fair turns
-	// (a queue with limits or grouped tasks: docs/architecture.md "Flow control"), not
-	// the plain claim. Such claims cost more, and under limits each waits for the
-	// queue's other claims to commit, so a worker then hands the queue's outcomes in
-	// with its claims (ClaimParams.Outcomes) rather than in commits of their own.
-	FlowControlled bool
 }
 
 // Reset clears r for a new claim; a nil r is a no-op.

@@ -138,9 +138,6 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 		})
 		out = append(out, cloneTask(&e.task))
 	}
-	if b != nil && p.Report != nil {
-		p.Report.FlowControlled = true // the queue has limits: the claim obeyed them
-	}
 	return out, nil
 }
 

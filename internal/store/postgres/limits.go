@@ -104,15 +104,13 @@ func (s *Store) claimWithOutcomes(ctx context.Context, queue string, limit int, 
 // limitedClaimDone reports a claim of rota.claim_limited to params.Report and
 // remembers whether its queue is flow controlled.
 func (s *Store) limitedClaimDone(queue string, params store.ClaimParams, tasks []*store.Task, report store.ClaimReport) []*store.Task {
-	controlled := len(tasks) > 0 || report.HeldBack != ""
-	report.FlowControlled = controlled
 	if params.Report != nil {
 		*params.Report = report
 	}
 	// Tasks the plain statement left, or a setting that held the claim back: the queue
 	// is flow controlled, and its next claims skip the plain statement for a while.
 	// Nothing claimed and nothing held back: an empty queue, which may well be plain.
-	s.flowControlled.mark(queue, controlled)
+	s.flowControlled.mark(queue, len(tasks) > 0 || report.HeldBack != "")
 	return tasks
 }
 
