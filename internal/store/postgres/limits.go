@@ -23,6 +23,13 @@ import (
 const (
 	sqlClaimLimitedPending  = `SELECT * FROM rota.claim_limited_pending($1, $2, $3, $4, $5)`
 	sqlClaimLimitedEnqueued = `SELECT * FROM rota.claim_limited_enqueued($1, $2, $3, $4, $5)`
+	// The lock rota.claim_limited_* takes first, on the queues it serialises (same
+	// predicate, same mode): claimWithOutcomes takes it before its outcomes' rows.
+	sqlLockLimitedQueue = `SELECT FROM rota.queues q
+WHERE q.name = $1 AND NOT q.paused
+  AND (q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL
+       OR q.group_concurrency IS NOT NULL OR q.group_rate_limit IS NOT NULL)
+FOR NO KEY UPDATE OF q`
 )
 
 // claimLimited claims through rota.claim_limited and fills params.Report from its
@@ -71,11 +78,19 @@ func (s *Store) claimWithOutcomes(ctx context.Context, queue string, limit int, 
 	err = retryDeadlock(func() error { // as RecordOutcomes: a deadlock wrote nothing
 		batch := &pgx.Batch{}
 		if len(b.sent) > 0 {
+			// The queue's lock before the outcomes' task rows, the order of a claim by id
+			// (queue, then the task it waits for): the other order deadlocked with one
+			// whose task was among these outcomes (storetest's racing claimers).
+			batch.Queue(sqlLockLimitedQueue, queue)
 			batch.Queue(sqlRecordOutcomes, b.args()...)
 		}
 		batch.Queue(sql, args...)
 		br := s.pool.SendBatch(ctx, batch)
 		if len(b.sent) > 0 {
+			if _, err := br.Exec(); err != nil {
+				_ = br.Close()
+				return err
+			}
 			rows, err := br.Query()
 			if err := b.read(rows, err); err != nil {
 				_ = br.Close()
