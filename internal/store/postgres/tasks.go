@@ -120,7 +120,11 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams, no
 		}
 		byID[p.ID] = i
 	}
-	rows, err := q.Query(ctx, sqlCreateTasks, uuidArgs(ids), queues, kinds, payloads, prios,
+	sql := sqlCreateTasks
+	if len(firstWithKey) == 0 {
+		sql = sqlCreateTasksKeyless
+	}
+	rows, err := q.Query(ctx, sql, uuidArgs(ids), queues, kinds, payloads, prios,
 		schedules, maxes, keys, timeouts, delays, traces, groups, notifyAfter)
 	if err != nil {
 		return nil, translate("create tasks", err)

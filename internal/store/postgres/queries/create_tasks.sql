@@ -15,6 +15,12 @@
 -- row leaves the unique index meanwhile (it became DEAD, FAILED or CANCELED), PostgreSQL
 -- retries the insert itself. One statement, so no transaction is needed.
 --
+-- A batch without keys runs without the ON CONFLICT clause (queries.go,
+-- sqlCreateTasksKeyless): none of its rows can conflict (a NULL key is outside
+-- tasks_idempotency_key), and an insert with an arbiter index is a speculative insertion
+-- for every row, keyed or not: a lock taken and released per row and a second WAL record
+-- per row to confirm it (6 records per task instead of 5).
+--
 -- "inserted" tells a new row from an existing one: a row this statement inserted has no
 -- xmax, while the conflict path updates (and so marks) the existing row. River's bulk
 -- insert relies on the same property.
