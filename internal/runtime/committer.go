@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,10 +29,6 @@ type committer struct {
 	// held counts the outcomes submitted and not yet written or dropped; an outage's
 	// recovery waits for it to reach 0 before claims resume (waitHeld).
 	held atomic.Int64
-
-	// applying serializes apply across the writers (commitWriters): a Source's Settle is
-	// called for one batch at a time.
-	applying sync.Mutex
 
 	// hurry (buffer 1) ends the wait of the batch being collected: a fetcher held back
 	// by a concurrency limit waits for outcomes to be written (heldback.go), and the
@@ -98,13 +93,6 @@ func (c *committer) waitHeld(ctx context.Context) {
 	}
 }
 
-// commitWriters is how many batches may be written at once. With one, an outcome that
-// arrived just after a write began waited for that write and then its own (1.5 writes
-// on average, each a commit's WAL flush); with two, the next batch goes out while the
-// previous one is still being written. A drain is not affected: its batches are full
-// either way.
-const commitWriters = 2
-
 func (c *committer) run(ctx context.Context) {
 	defer close(c.done)
 	storeCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -112,11 +100,7 @@ func (c *committer) run(ctx context.Context) {
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(c.w.cfg.graceBound(), cancel) })
 	defer stop()
 
-	writers := make(chan struct{}, commitWriters) // a token per write in flight
-	var writing sync.WaitGroup
-	defer writing.Wait()
 	for {
-		writers <- struct{}{} // a batch is collected only once it can be written at once
 		var first pendingOutcome
 		if c.carry != nil {
 			first, c.carry = *c.carry, nil
@@ -124,17 +108,11 @@ func (c *committer) run(ctx context.Context) {
 			select {
 			case first = <-c.in:
 			case <-ctx.Done():
-				<-writers
-				writing.Wait()
 				c.flush(ctx, storeCtx)
 				return
 			}
 		}
-		batch := c.collect(ctx, first)
-		writing.Go(func() {
-			defer func() { <-writers }()
-			c.commit(storeCtx, batch)
-		})
+		c.commit(storeCtx, c.collect(ctx, first))
 	}
 }
 
@@ -261,8 +239,6 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 // apply counts and logs what the store did with each outcome, then settles the
 // deliveries of a Source: only now, with the outcome committed, may their messages go.
 func (c *committer) apply(ctx context.Context, batch []pendingOutcome, results []store.OutcomeResult) {
-	c.applying.Lock()
-	defer c.applying.Unlock()
 	w := c.w
 	var settled []Settled
 	byID := results
