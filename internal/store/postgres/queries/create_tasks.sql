@@ -45,7 +45,8 @@ SELECT id, queue, kind, payload, priority, coalesce(scheduled_for, now() + delay
        max_attempts, nullif(idempotency_key, ''), timeout_seconds, trace_context,
        nullif(group_key, '')
 FROM input
-WHERE NOT $13::boolean OR set_config('rota.notify_after_commit', 'on', true) = 'on'
+-- A scalar subquery, so set_config runs once per statement (an InitPlan), not per row.
+WHERE NOT $13::boolean OR (SELECT set_config('rota.notify_after_commit', 'on', true)) = 'on'
 ON CONFLICT (idempotency_key)
     WHERE idempotency_key IS NOT NULL AND status NOT IN ('DEAD', 'FAILED', 'CANCELED')
     DO UPDATE SET idempotency_key = excluded.idempotency_key
