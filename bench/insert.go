@@ -41,6 +41,9 @@ type insertCase struct {
 	db           *database
 	batch        func(ctx context.Context, size int) error
 	single       func(ctx context.Context) error
+	// after (may be nil) runs when the case is done: a single case closes its pool's
+	// connections, so that two pools of --producers connections are never open at once.
+	after func()
 }
 
 // insert runs the insert workload: every case inserts --insert-total no-op jobs in
@@ -75,6 +78,9 @@ func (r *runner) insert(ctx context.Context, pair int, riverDB, rotaDB *database
 			}
 		}
 		elapsed := time.Since(t0)
+		if c.after != nil {
+			c.after()
+		}
 		if err := checkInserted(ctx, c, n); err != nil {
 			return err
 		}
@@ -234,10 +240,10 @@ func (r *runner) singleInsertCases(ctx context.Context, riverDB, rotaDB *databas
 		{system: "river", name: caseRiverInsertSingle, db: riverDB, single: func(ctx context.Context) error {
 			_, err := rc.Insert(ctx, benchArgs{}, nil)
 			return err
-		}},
+		}, after: riverPool.Reset},
 		{system: "rota", name: caseRotaEnqueueSingle, db: rotaDB, single: func(ctx context.Context) error {
 			_, err := rotaClient.Enqueue(ctx, rota.EnqueueParams{Kind: "noop"})
 			return err
-		}},
+		}, after: rotaPool.Reset},
 	}, nil
 }

@@ -123,7 +123,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.IntVar(&o.Drain, "drain", 200_000, "drain workload: jobs in the backlog (200000, 1000000, ...)")
 	fs.IntVar(&o.Rate, "rate", 5_000, "steady workload: jobs inserted per second, in total over the producers")
 	fs.DurationVar(&o.Duration, "duration", 15*time.Second, "steady workload: how long the producers run")
-	fs.IntVar(&o.Producers, "producers", 16, "steady workload: producer goroutines, each inserting one job per call, with a pool of this many connections")
+	fs.IntVar(&o.Producers, "producers", 32, "steady workload: producer goroutines, each inserting one job per call, with a pool of this many connections")
 	fs.IntVar(&o.SteadyHistory, "steady-history", 20_000, "steady workload: jobs inserted and worked (untimed) before each run, then VACUUM ANALYZE, so the statistics describe a table in service, not an empty one (0 = none)")
 	fs.IntVar(&o.Workers, "workers", rotaruntime.DefaultConcurrency, "River MaxWorkers of river-default and river-tuned (river-best runs River's own 2000)")
 	fs.IntVar(&o.MaxConns, "max-conns", 16, "pgxpool MaxConns of each River variant's pool (and rota-best's unless --rota-best-conns)")

@@ -12,9 +12,10 @@ import (
 )
 
 // committer writes outcomes in batches: a batch is sent when it holds CommitBatch
-// outcomes or CommitInterval after its first one arrived. A failed write is retried with
-// backoff; that is harmless because every write is fenced by its lease token (a repeat
-// reports ErrLeaseLost and changes nothing).
+// outcomes or CommitInterval after its first one was submitted (at once, with what is
+// queued, when that outcome waited that long behind the previous write). A failed write
+// is retried with backoff; that is harmless because every write is fenced by its lease
+// token (a repeat reports ErrLeaseLost and changes nothing).
 //
 // When its ctx ends it stops waiting, writes everything queued and returns; store calls
 // then run on a context of their own, cancelled graceBound later.
@@ -38,6 +39,10 @@ type committer struct {
 type pendingOutcome struct {
 	e *inflight
 	o store.Outcome
+	// submitted is when the handler handed the outcome over: a batch waits
+	// CommitInterval from its first outcome's submission, not from when the committer got
+	// to it (one that queued behind a write has waited already).
+	submitted time.Time
 }
 
 func newCommitter(w *Worker) *committer {
@@ -124,8 +129,8 @@ func (c *committer) collect(ctx context.Context, first pendingOutcome) []pending
 	batch := []pendingOutcome{first}
 	inBatch := map[uuid.UUID]bool{first.o.TaskID: true}
 	var timeout <-chan time.Time
-	if cfg.CommitInterval > 0 && ctx.Err() == nil && !c.writeAtOnce(first) {
-		t := time.NewTimer(cfg.CommitInterval)
+	if wait := cfg.CommitInterval - time.Since(first.submitted); wait > 0 && ctx.Err() == nil && !c.writeAtOnce(first) {
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		timeout = t.C
 	}

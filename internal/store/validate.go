@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -31,9 +30,24 @@ const (
 // which Go reads as "not set": now for a task, missing for a reschedule.
 var EarliestTime = time.Unix(0, 0).UTC()
 
-// namePattern is what kind and queue names look like: they appear in URLs, metrics labels
-// and SQS queue names, so they stay plain.
-var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*$`)
+// isPlainName is what kind and queue names look like: they appear in URLs, metrics labels
+// and SQS queue names, so they stay plain: ^[A-Za-z][A-Za-z0-9_.:-]*$. Checked without
+// the regexp engine: every task of a batch insert checks its queue and kind, and the
+// regexp was a twentieth of the client's CPU in a batch of 1,000
+// (TestIsPlainNameMatchesPattern keeps the two equal).
+func isPlainName(name string) bool {
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		letter := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+		if i == 0 && !letter {
+			return false
+		}
+		if !letter && !(c >= '0' && c <= '9') && c != '_' && c != '.' && c != ':' && c != '-' {
+			return false
+		}
+	}
+	return name != ""
+}
 
 // ValidateName checks a kind or queue name; field names the field in the error.
 func ValidateName(field, name string) error {
@@ -42,7 +56,7 @@ func ValidateName(field, name string) error {
 		return fmt.Errorf("%w: %s is required", ErrInvalid, field)
 	case len(name) > MaxNameLength:
 		return fmt.Errorf("%w: %s is longer than %d characters", ErrInvalid, field, MaxNameLength)
-	case !namePattern.MatchString(name):
+	case !isPlainName(name):
 		return fmt.Errorf("%w: %s %q must start with a letter and contain only letters, digits, '_', '.', ':' or '-'", ErrInvalid, field, name)
 	}
 	return nil

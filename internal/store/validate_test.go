@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -39,5 +40,23 @@ func TestNormalizeRejectsPayloadsPostgresCannotStore(t *testing.T) {
 	p := CreateParams{Kind: "k", Payload: []byte(`{"ok": "\ud83d\ude00", "n": 1.5e3}`)}
 	if err := p.Normalize(); err != nil {
 		t.Errorf("a storable payload was rejected: %v", err)
+	}
+}
+
+// namePattern is the rule isPlainName implements.
+var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.:-]*$`)
+
+// TestIsPlainNameMatchesPattern: the hand-written check accepts exactly what the pattern
+// accepts, on names built from every byte at every position that matters.
+func TestIsPlainNameMatchesPattern(t *testing.T) {
+	names := []string{"", "a", "Z", "a1", "1a", "_a", "a_b.c:d-e", "queue-1", "a b", "é", "aé", "a\x00"}
+	for c := range 256 {
+		b := string([]byte{byte(c)})
+		names = append(names, b, "a"+b, b+"a", "a"+b+"z")
+	}
+	for _, n := range names {
+		if got, want := isPlainName(n), namePattern.MatchString(n); got != want {
+			t.Errorf("isPlainName(%q) = %v, the pattern says %v", n, got, want)
+		}
 	}
 }

@@ -227,7 +227,8 @@ func TestInterruptedConcurrentIndexIsRebuilt(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT pg_get_indexdef('rota.tasks_list'::regclass)`).Scan(&def); err != nil {
 		t.Fatal(err)
 	}
-	if want := "CREATE INDEX tasks_list ON rota.tasks USING btree (queue, kind, status, id DESC) WHERE (status <> 'PROCESSING'::text)"; def != want {
+	// 0010 rebuilt it (id DESC), then 0030 replaced it with its ascending form.
+	if want := "CREATE INDEX tasks_list ON rota.tasks USING btree (queue, kind, status, id) WHERE (status <> 'PROCESSING'::text)"; def != want {
 		t.Fatalf("rota.tasks_list is\n%s\nwant\n%s", def, want)
 	}
 }

@@ -14,6 +14,7 @@ var queryFiles embed.FS
 // statement from pgx's per-connection cache unless noted at the call site.
 var (
 	sqlCreateTasks           = query("create_tasks.sql")
+	sqlCreateTasksKeyless    = without(sqlCreateTasks, createOnConflict)
 	sqlGetTask               = query("get_task.sql")
 	sqlListTasks             = query("list_tasks.sql")
 	sqlListTasksFiltered     = query("list_tasks_filtered.sql")
@@ -42,6 +43,13 @@ var (
 	sqlRequeueUnserved       = query("requeue_unserved.sql")
 )
 
+// createOnConflict is create_tasks.sql's idempotency clause, which only a batch with a
+// key needs (see the file).
+const createOnConflict = `ON CONFLICT (idempotency_key)
+    WHERE idempotency_key IS NOT NULL AND status NOT IN ('DEAD', 'FAILED', 'CANCELED')
+    DO UPDATE SET idempotency_key = excluded.idempotency_key
+`
+
 // planPerCall runs a statement planned for its actual parameters on every call (pgx
 // still caches its description, so it is one round trip). The hot statements (claim,
 // heartbeat, outcomes, reap) use it: with the default, PostgreSQL caches a generic plan
@@ -57,4 +65,12 @@ func query(name string) string {
 		panic("postgres: missing embedded query " + name)
 	}
 	return string(b)
+}
+
+// without is sql with part removed; part must be in sql.
+func without(sql, part string) string {
+	if !strings.Contains(sql, part) {
+		panic("postgres: a query does not contain " + part)
+	}
+	return strings.Replace(sql, part, "", 1)
 }

@@ -40,17 +40,24 @@ type Store struct {
 
 	// flowControlled: queues whose last claims went through rota.claim_limited (limits.go).
 	flowControlled flowControlledQueues
+
+	// wake sends CreateTasks' wake-ups (wakeups.go).
+	wake *wakeSender
 }
 
 // New returns a store on pool. The caller owns the pool: Close does not close it.
 func New(pool *pgxpool.Pool) *Store {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Store{pool: pool, listenCtx: ctx, stopListen: cancel}
+	s := &Store{pool: pool, listenCtx: ctx, stopListen: cancel}
+	s.wake = newWakeSender(s.sendWakeUps)
+	return s
 }
 
-// Close stops the listeners started by WaitForTasks (closing their channels) and waits
-// for them. It does not close the pool.
+// Close sends the wake-ups of CreateTasks not yet sent, stops the listeners started by
+// WaitForTasks (closing their channels) and waits for them. It does not close the pool
+// (close it after the store).
 func (s *Store) Close() {
+	s.wake.close()
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()

@@ -22,18 +22,17 @@ import (
 func (s *Store) CreateTasks(ctx context.Context, params []store.CreateParams) ([]store.CreateResult, error) {
 	results, err := createTasks(ctx, s.pool, params, true)
 	if err == nil {
-		s.notifyCreated(ctx, results)
+		s.notifyCreated(results)
 	}
 	return results, err
 }
 
 // notifyCreated wakes the workers of the queues that got a due task, after the insert
-// committed (create_tasks.sql, $13), in a transaction of its own that commits without
-// waiting for its WAL flush: it changes no data, and PostgreSQL serializes notifying
-// commits, so a flush under that lock made concurrent creates commit one at a time. A
-// wake-up lost here (an error, a crash) costs the workers at most their poll interval:
-// the idle watcher finds due tasks by itself.
-func (s *Store) notifyCreated(ctx context.Context, results []store.CreateResult) {
+// committed (create_tasks.sql, $13), through the store's wake sender: in a statement
+// shared with the creates that commit meanwhile, sent without making the caller wait
+// (wakeups.go). A wake-up lost (an error, a crash) costs the workers at most their poll
+// interval: the idle watcher finds due tasks by itself.
+func (s *Store) notifyCreated(results []store.CreateResult) {
 	var queues []string
 	for _, r := range results {
 		t := r.Task
@@ -43,9 +42,16 @@ func (s *Store) notifyCreated(ctx context.Context, results []store.CreateResult)
 		}
 		queues = append(queues, t.Queue)
 	}
-	if len(queues) == 0 {
-		return
+	if len(queues) > 0 {
+		s.wake.wake(queues)
 	}
+}
+
+// sendWakeUps notifies queues' workers in a transaction of its own that commits without
+// waiting for its WAL flush (notify_tasks.sql): it changes no data, and PostgreSQL
+// serializes notifying commits, so a flush under that lock made concurrent creates
+// commit one at a time.
+func (s *Store) sendWakeUps(ctx context.Context, queues []string) {
 	_, _ = s.pool.Exec(ctx, sqlNotifyTasks, planPerCall, queues)
 }
 
@@ -120,7 +126,11 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams, no
 		}
 		byID[p.ID] = i
 	}
-	rows, err := q.Query(ctx, sqlCreateTasks, uuidArgs(ids), queues, kinds, payloads, prios,
+	sql := sqlCreateTasks
+	if len(firstWithKey) == 0 {
+		sql = sqlCreateTasksKeyless
+	}
+	rows, err := q.Query(ctx, sql, uuidArgs(ids), queues, kinds, payloads, prios,
 		schedules, maxes, keys, timeouts, delays, traces, groups, notifyAfter)
 	if err != nil {
 		return nil, translate("create tasks", err)

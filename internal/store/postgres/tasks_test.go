@@ -343,3 +343,57 @@ func TestCreateTasksWakeUps(t *testing.T) {
 		t.Errorf("CreateTasksTx's commit woke %q, want tx", got)
 	}
 }
+
+// recordingTx is a transaction that keeps the text of every query it runs.
+type recordingTx struct {
+	pgx.Tx
+	queries []string
+}
+
+func (tx *recordingTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	tx.queries = append(tx.queries, sql)
+	return tx.Tx.Query(ctx, sql, args...)
+}
+
+// TestCreateTasksKeylessBatchIsAPlainInsert: a batch without idempotency keys inserts
+// without ON CONFLICT (an arbiter index makes every row a speculative insertion: a lock
+// and a second WAL record per row), a batch with one key keeps the clause and still
+// resolves that key to the existing task.
+func TestCreateTasksKeylessBatchIsAPlainInsert(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	mustCreate(t, st, store.CreateParams{Kind: "noop", IdempotencyKey: "k"})
+	for _, tc := range []struct {
+		name         string
+		params       []store.CreateParams
+		wantConflict bool
+		wantExisting []bool
+	}{
+		{"keyless", []store.CreateParams{{Kind: "noop"}, {Kind: "noop"}}, false, []bool{false, false}},
+		{"one key", []store.CreateParams{{Kind: "noop"}, {Kind: "noop", IdempotencyKey: "k"}}, true, []bool{false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := pgx.BeginFunc(ctx, pool, func(ptx pgx.Tx) error {
+				tx := &recordingTx{Tx: ptx}
+				res, err := st.CreateTasksTx(ctx, tx, tc.params)
+				if err != nil {
+					return err
+				}
+				if len(tx.queries) != 1 || strings.Contains(tx.queries[0], "ON CONFLICT (idempotency_key)") != tc.wantConflict {
+					t.Errorf("ran %d queries; ON CONFLICT in the insert: %v, want %v",
+						len(tx.queries), len(tx.queries) == 1 && strings.Contains(tx.queries[0], "ON CONFLICT (idempotency_key)"), tc.wantConflict)
+				}
+				for i, r := range res {
+					if r.Existing != tc.wantExisting[i] {
+						t.Errorf("task %d: Existing %v, want %v", i, r.Existing, tc.wantExisting[i])
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
