@@ -289,27 +289,13 @@ type committedStore struct {
 
 func (s *committedStore) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([]store.OutcomeResult, error) {
 	res, err := s.Store.RecordOutcomes(ctx, outcomes)
-	if err == nil {
-		s.noteSucceeded(res)
-	}
-	return res, err
-}
-
-// ClaimTasks notes the outcomes a claim writes (store.ClaimParams.Outcomes: a worker at
-// a queue's concurrency limit hands them to its next claim), committed with it.
-func (s *committedStore) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*store.Task, error) {
-	tasks, err := s.Store.ClaimTasks(ctx, params)
-	if err == nil && params.OutcomeResults != nil {
-		s.noteSucceeded(*params.OutcomeResults)
-	}
-	return tasks, err
-}
-
-func (s *committedStore) noteSucceeded(res []store.OutcomeResult) {
 	at := time.Now()
-	for _, r := range res {
-		if r.Err == nil && r.Status == store.StatusSucceeded {
-			s.onSucceeded(r.TaskID, at)
+	if err == nil {
+		for _, r := range res {
+			if r.Err == nil && r.Status == store.StatusSucceeded {
+				s.onSucceeded(r.TaskID, at)
+			}
 		}
 	}
+	return res, err
 }

@@ -238,33 +238,15 @@ func (c *committer) commit(storeCtx context.Context, batch []pendingOutcome) {
 			for _, p := range batch {
 				w.registry.remove(p.e)
 			}
-			c.uncount(batch)
 			c.notifyCommitted(batch)
 			return
 		}
 	}
 }
 
-// apply records what the store did with a batch the committer wrote.
+// apply counts and logs what the store did with each outcome, then settles the
+// deliveries of a Source: only now, with the outcome committed, may their messages go.
 func (c *committer) apply(ctx context.Context, batch []pendingOutcome, results []store.OutcomeResult) {
-	c.uncount(batch)
-	c.record(ctx, batch, results)
-}
-
-// uncount takes a batch the committer wrote (or dropped) off its queues' counts of
-// outcomes not yet written, before their fetchers hear of it (notifyCommitted).
-func (c *committer) uncount(batch []pendingOutcome) {
-	for _, p := range batch {
-		if f := c.w.fetchers[p.e.task.Queue]; f != nil {
-			f.uncommitted.Add(-1)
-		}
-	}
-}
-
-// record counts and logs what the store did with each outcome of a batch (written by
-// the committer, or by a claim: outbox.go), then settles the deliveries of a Source:
-// only now, with the outcome committed, may their messages go.
-func (c *committer) record(ctx context.Context, batch []pendingOutcome, results []store.OutcomeResult) {
 	w := c.w
 	var settled []Settled
 	byID := results
@@ -316,6 +298,11 @@ func (c *committer) record(ctx context.Context, batch []pendingOutcome, results 
 // notifyCommitted tells the fetchers of the batch's queues that tasks of theirs stopped
 // running: a claim held back by a concurrency limit may now fit (heldback.go).
 func (c *committer) notifyCommitted(batch []pendingOutcome) {
+	for _, p := range batch {
+		if f := c.w.fetchers[p.e.task.Queue]; f != nil {
+			f.uncommitted.Add(-1)
+		}
+	}
 	last := ""
 	for _, p := range batch {
 		if q := p.e.task.Queue; q != last {

@@ -105,7 +105,7 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 		return
 	}
 	o := x.outcome(ctx, e, entry.opts, output, err)
-	if !w.submitOutcome(pendingOutcome{e: e, o: o, submitted: time.Now()}) {
+	if !w.committer.submit(pendingOutcome{e: e, o: o, submitted: time.Now()}) {
 		// A handler that returned after shutdown stopped the committer (it outlasted the
 		// grace bound but not AbandonGrace) gets here; its lease will expire and the
 		// reaper will retry the task.

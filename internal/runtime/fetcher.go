@@ -47,9 +47,6 @@ type fetcher struct {
 	// written: their tasks are still PROCESSING, so they count against a concurrency
 	// limit although their slots are free (heldback.go, roomForClaim).
 	uncommitted atomic.Int64
-	// outbox holds the queue's outcomes for its next claim while the queue is flow
-	// controlled (outbox.go).
-	outbox outbox
 }
 
 // claimLoop is what one claiming loop (of FetchLoops) keeps from one claim to the next.
@@ -128,11 +125,9 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 		}
 		start := time.Now()
-		held := f.takeOutbox()
-		tasks, err := f.claim(ctx, n, &loop, held)
+		tasks, err := f.claim(ctx, n, &loop)
 		cfg.Observer.ClaimDone(f.queue, len(tasks), time.Since(start), err)
 		if err != nil {
-			f.w.submitAll(held) // not written: the committer writes them
 			f.w.capacity.release(f.queue, n)
 			f.w.counters.claimErrors.Add(1)
 			if errors.Is(err, store.ErrInvalid) {
@@ -181,7 +176,6 @@ func (f *fetcher) run(ctx context.Context) {
 // Only PENDING queues have the idle watcher (Store.NextDue looks at PENDING tasks); a
 // poll-mode worker claiming ENQUEUED tasks polls on its own timer.
 func (f *fetcher) waitIdle(ctx context.Context) bool {
-	f.flushOutbox() // no claim soon: the committer writes them (outbox.go)
 	var poll <-chan time.Time
 	if f.w.idleWatched() {
 		f.idle.Add(1)
@@ -244,7 +238,7 @@ func (f *fetcher) waitForSlots(ctx context.Context) bool {
 
 // claim runs ClaimTasks outside ctx's cancellation: a claim that the database committed
 // must reach the executor, or its tasks would sit leased until the reaper frees them.
-func (f *fetcher) claim(ctx context.Context, n int, loop *claimLoop, held []pendingOutcome) ([]*store.Task, error) {
+func (f *fetcher) claim(ctx context.Context, n int, loop *claimLoop) ([]*store.Task, error) {
 	cfg := &f.w.cfg
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.LeaseDuration)
 	defer cancel()
@@ -253,21 +247,15 @@ func (f *fetcher) claim(ctx context.Context, n int, loop *claimLoop, held []pend
 		loop.after = nil
 	}
 	cctx, span := f.w.startBatch(cctx, "rota.claim", f.queue, n)
-	var results []store.OutcomeResult
 	tasks, err := cfg.Store.ClaimTasks(cctx, store.ClaimParams{
-		Queue:          f.queue,
-		From:           cfg.ClaimFrom,
-		WorkerID:       cfg.WorkerID,
-		Limit:          n,
-		LeaseDuration:  cfg.LeaseDuration,
-		After:          loop.after,
-		Report:         &loop.report,
-		Outcomes:       outcomesOf(held),
-		OutcomeResults: &results,
+		Queue:         f.queue,
+		From:          cfg.ClaimFrom,
+		WorkerID:      cfg.WorkerID,
+		Limit:         n,
+		LeaseDuration: cfg.LeaseDuration,
+		After:         loop.after,
+		Report:        &loop.report,
 	})
-	if err == nil && len(held) > 0 {
-		f.w.committer.record(cctx, held, results)
-	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("rota.claimed", len(tasks)))
 	}
@@ -300,7 +288,6 @@ func errorBackoff(n int) time.Duration {
 // store is back after an outage, or notified new tasks); it reports whether a wake-up
 // ended the wait and whether ctx is alive.
 func (f *fetcher) waitAfterError(ctx context.Context, d time.Duration) (woken, alive bool) {
-	f.flushOutbox()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -67,7 +67,6 @@ func (f *fetcher) roomForClaim(n int) int {
 // queue is written (the committer writes at once while the limit bites: writeAtOnce),
 // or heldRetry; it reports whether ctx is alive.
 func (f *fetcher) waitCommitted(ctx context.Context) bool {
-	f.flushOutbox()
 	f.w.committer.expedite()
 	t := time.NewTimer(loop.Jitter(heldRetry))
 	defer t.Stop()
@@ -92,7 +91,6 @@ func (f *fetcher) notifyCommitted() {
 // waitHeld waits after a claim held back by r.HeldBack, as the comment above says; it
 // reports whether ctx is alive.
 func (f *fetcher) waitHeld(ctx context.Context, r store.ClaimReport) bool {
-	f.flushOutbox() // no claim soon: the committer writes them (outbox.go)
 	var d time.Duration
 	var woken <-chan struct{}
 	switch r.HeldBack {

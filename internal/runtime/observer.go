@@ -21,8 +21,7 @@ type Observer interface {
 	TaskClaimed(t *store.Task)
 	// HandlerDone: a handler returned (err nil on success) after took.
 	HandlerDone(t *store.Task, took time.Duration, err error)
-	// CommitDone: one RecordOutcomes call for n outcomes. Outcomes written by a claim
-	// of a flow-controlled queue (outbox.go) are in that claim's ClaimDone instead.
+	// CommitDone: one RecordOutcomes call for n outcomes.
 	CommitDone(n int, took time.Duration, err error)
 	// OutcomeRecorded: the store recorded t's outcome; status is the task's new status
 	// (SUCCEEDED, PENDING/ENQUEUED for a retry, DEAD, FAILED or CANCELED).

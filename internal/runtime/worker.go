@@ -167,9 +167,6 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	// 1. Stop fetching.
 	fetchDone.Wait()
-	for _, f := range w.fetchers {
-		f.closeOutbox() // outcomes held for a claim go to the committer (outbox.go)
-	}
 
 	// 2. Let handlers finish, then cancel the rest.
 	if !w.executor.waitTimeout(max(cfg.ShutdownGrace, 0)) {

@@ -226,16 +226,6 @@ type ClaimParams struct {
 	// setting (pause, a limit) held it back: see ClaimReport (claimreport.go). nil: the
 	// caller does not want to know; the limits apply all the same.
 	Report *ClaimReport
-	// Outcomes, when set, are written first, as RecordOutcomes writes them, in the
-	// claim's transaction (where the store has transactions): a worker at a queue's
-	// concurrency limit hands in the outcomes of the tasks whose slots it claims for, so
-	// that they stop counting against the limit in the same round trip and commit as
-	// the claim, not in one of their own before it (docs/performance.md "Flow control").
-	// Their results are written to OutcomeResults, which must then be set. When
-	// ClaimTasks fails, the caller takes none of them as written and writes them again
-	// (fenced by their lease tokens, as a retried RecordOutcomes is).
-	Outcomes       []Outcome
-	OutcomeResults *[]OutcomeResult
 }
 
 // ClaimKey is a task's place in claim order: priority (highest first), then

@@ -27,18 +27,6 @@ func (s *Store) ClaimTasks(ctx context.Context, p store.ClaimParams) ([]*store.T
 	if err := validateClaim(p); err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
 	}
-	if p.Outcomes != nil {
-		// Written first, so the claim counts their tasks as ended (one lock each: this
-		// store has no transactions to share, and loses nothing by two calls).
-		if p.OutcomeResults == nil {
-			return nil, fmt.Errorf("claim tasks: %w: outcomes without OutcomeResults", store.ErrInvalid)
-		}
-		results, err := s.RecordOutcomes(ctx, p.Outcomes)
-		if err != nil {
-			return nil, fmt.Errorf("claim tasks: %w", err)
-		}
-		*p.OutcomeResults = results
-	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

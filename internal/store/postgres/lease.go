@@ -39,19 +39,6 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 		return nil, fmt.Errorf("claim tasks: %w: the hint's priority %d is no task's", store.ErrInvalid, params.After.Priority)
 	}
 
-	if params.Outcomes != nil {
-		if params.OutcomeResults == nil {
-			return nil, fmt.Errorf("claim tasks: %w: outcomes without OutcomeResults", store.ErrInvalid)
-		}
-		if params.TaskIDs == nil || len(params.TaskIDs) > 0 {
-			return s.claimWithOutcomes(ctx, queue, limit, params)
-		}
-		results, err := s.RecordOutcomes(ctx, params.Outcomes)
-		if err != nil {
-			return nil, err
-		}
-		*params.OutcomeResults = results
-	}
 	if params.TaskIDs != nil && len(params.TaskIDs) == 0 {
 		return []*store.Task{}, nil
 	}
@@ -190,69 +177,29 @@ func (s *Store) Heartbeat(ctx context.Context, params store.HeartbeatParams) (*s
 
 // RecordOutcomes writes a batch of outcomes in one statement.
 func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([]store.OutcomeResult, error) {
-	b, err := prepareOutcomes(outcomes)
-	if err != nil {
-		return nil, fmt.Errorf("record outcomes: %w", err)
-	}
-	if len(b.sent) == 0 {
-		return b.results, nil
-	}
-	// A retry after a deadlock (rare: two failures of one flow at once, docs/architecture.md
-	// "Flows") reruns the whole statement, which wrote nothing.
-	err = retryDeadlock(func() error {
-		rows, err := s.pool.Query(ctx, sqlRecordOutcomes, append([]any{planPerCall}, b.args()...)...)
-		return b.read(rows, err)
-	})
-	if err != nil {
-		return nil, translate("record outcomes", err)
-	}
-	return b.finish(), nil
-}
-
-// outcomeBatch is a batch of outcomes made ready for rota.record_outcomes: the
-// outcomes sent, as its array arguments, and the results of those it answers by itself.
-type outcomeBatch struct {
-	outcomes []store.Outcome
-	results  []store.OutcomeResult
-	ids      []uuid.UUID
-	tokens   []uuid.UUID
-	kinds    []string
-	errs     []string
-	retryIns []int64  // microseconds
-	outputs  [][]byte // jsonb; nil = NULL
-	// sent[k] is the index in outcomes of the k-th outcome sent; written[k] whether the
-	// statement wrote it.
-	sent    []int
-	written []bool
-}
-
-// prepareOutcomes checks outcomes and makes them a batch. An invalid kind or delay
-// fails the whole batch (ErrInvalid); an output that cannot be stored, or a lease twice
-// in one batch, fails only its outcome (its result's Err), which is then not sent.
-func prepareOutcomes(outcomes []store.Outcome) (*outcomeBatch, error) {
+	results := make([]store.OutcomeResult, len(outcomes))
 	n := len(outcomes)
-	b := &outcomeBatch{
-		outcomes: outcomes,
-		results:  make([]store.OutcomeResult, n),
-		ids:      make([]uuid.UUID, 0, n),
-		tokens:   make([]uuid.UUID, 0, n),
-		kinds:    make([]string, 0, n),
-		errs:     make([]string, 0, n),
-		retryIns: make([]int64, 0, n),
-		outputs:  make([][]byte, 0, n),
-		sent:     make([]int, 0, n),
-	}
+	var (
+		ids      = make([]uuid.UUID, 0, n)
+		tokens   = make([]uuid.UUID, 0, n)
+		kinds    = make([]string, 0, n)
+		errs     = make([]string, 0, n)
+		retryIns = make([]int64, 0, n)  // microseconds
+		outputs  = make([][]byte, 0, n) // jsonb; nil = NULL
+		// sent[k] is the index in outcomes of the k-th outcome sent.
+		sent = make([]int, 0, n)
+	)
 	type lease struct{ task, token uuid.UUID }
 	seen := make(map[lease]bool, n)
 	for i, o := range outcomes {
-		b.results[i].TaskID = o.TaskID
+		results[i].TaskID = o.TaskID
 		switch o.Kind {
 		case store.Succeed, store.Retry, store.Release, store.Fail, store.Cancel:
 		default:
-			return nil, fmt.Errorf("%w: unknown outcome kind %q", store.ErrInvalid, o.Kind)
+			return nil, fmt.Errorf("record outcomes: %w: unknown outcome kind %q", store.ErrInvalid, o.Kind)
 		}
 		if o.RetryIn < 0 {
-			return nil, fmt.Errorf("%w: retry delay must not be negative, got %s", store.ErrInvalid, o.RetryIn)
+			return nil, fmt.Errorf("record outcomes: %w: retry delay must not be negative, got %s", store.ErrInvalid, o.RetryIn)
 		}
 		var output json.RawMessage
 		if o.Kind == store.Succeed {
@@ -260,7 +207,7 @@ func prepareOutcomes(outcomes []store.Outcome) (*outcomeBatch, error) {
 			if output, err = store.CheckOutput(o.Output); err != nil {
 				// Rejected alone, before its lease counts as seen: the task stays
 				// PROCESSING, and a corrected outcome in the same batch is still written.
-				b.results[i].Err = fmt.Errorf("task %s: %w", o.TaskID, err)
+				results[i].Err = fmt.Errorf("task %s: %w", o.TaskID, err)
 				continue
 			}
 		}
@@ -268,56 +215,53 @@ func prepareOutcomes(outcomes []store.Outcome) (*outcomeBatch, error) {
 		// lease gone, exactly as if it came in a later call.
 		l := lease{o.TaskID, o.LeaseToken}
 		if seen[l] {
-			b.results[i].Err = leaseLost(o.TaskID)
+			results[i].Err = leaseLost(o.TaskID)
 			continue
 		}
 		seen[l] = true
-		b.ids = append(b.ids, o.TaskID)
-		b.tokens = append(b.tokens, o.LeaseToken)
-		b.kinds = append(b.kinds, string(o.Kind))
-		b.errs = append(b.errs, store.TruncateError(o.Error))
-		b.retryIns = append(b.retryIns, o.RetryIn.Microseconds())
-		b.outputs = append(b.outputs, output)
-		b.sent = append(b.sent, i)
+		ids = append(ids, o.TaskID)
+		tokens = append(tokens, o.LeaseToken)
+		kinds = append(kinds, string(o.Kind))
+		errs = append(errs, store.TruncateError(o.Error))
+		retryIns = append(retryIns, o.RetryIn.Microseconds())
+		outputs = append(outputs, output)
+		sent = append(sent, i)
 	}
-	b.written = make([]bool, len(b.sent))
-	return b, nil
-}
+	if len(sent) == 0 {
+		return results, nil
+	}
 
-// args are sqlRecordOutcomes's arguments.
-func (b *outcomeBatch) args() []any {
-	return []any{uuidArgs(b.ids), uuidArgs(b.tokens), b.kinds, b.errs, b.retryIns, b.outputs}
-}
-
-// read reads sqlRecordOutcomes's rows (ord, status): the outcomes it wrote.
-func (b *outcomeBatch) read(rows pgx.Rows, err error) error {
-	clear(b.written)
-	if err != nil {
+	written := make([]bool, len(sent))
+	// A retry after a deadlock (rare: two failures of one flow at once, docs/architecture.md
+	// "Flows") reruns the whole statement, which wrote nothing.
+	err := retryDeadlock(func() error {
+		clear(written)
+		rows, err := s.pool.Query(ctx, sqlRecordOutcomes, planPerCall, uuidArgs(ids), uuidArgs(tokens), kinds, errs, retryIns, outputs)
+		if err != nil {
+			return err
+		}
+		var ord int64
+		var status string
+		_, err = pgx.ForEachRow(rows, []any{&ord, &status}, func() error {
+			k := int(ord) - 1
+			if k < 0 || k >= len(sent) {
+				return fmt.Errorf("outcome position %d out of range", ord)
+			}
+			written[k] = true
+			results[sent[k]].Status = store.Status(status)
+			return nil
+		})
 		return err
-	}
-	var ord int64
-	var status string
-	_, err = pgx.ForEachRow(rows, []any{&ord, &status}, func() error {
-		k := int(ord) - 1
-		if k < 0 || k >= len(b.sent) {
-			return fmt.Errorf("outcome position %d out of range", ord)
-		}
-		b.written[k] = true
-		b.results[b.sent[k]].Status = store.Status(status)
-		return nil
 	})
-	return err
-}
-
-// finish returns the results once the statement's rows are read: an outcome sent and
-// not written found its lease gone.
-func (b *outcomeBatch) finish() []store.OutcomeResult {
-	for k, i := range b.sent {
-		if !b.written[k] {
-			b.results[i].Err = leaseLost(b.outcomes[i].TaskID)
+	if err != nil {
+		return nil, translate("record outcomes", err)
+	}
+	for k, i := range sent {
+		if !written[k] {
+			results[i].Err = leaseLost(outcomes[i].TaskID)
 		}
 	}
-	return b.results
+	return results, nil
 }
 
 func leaseLost(id uuid.UUID) error {

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -23,20 +22,23 @@ import (
 const (
 	sqlClaimLimitedPending  = `SELECT * FROM rota.claim_limited_pending($1, $2, $3, $4, $5)`
 	sqlClaimLimitedEnqueued = `SELECT * FROM rota.claim_limited_enqueued($1, $2, $3, $4, $5)`
-	// The lock rota.claim_limited_* takes first, on the queues it serialises (same
-	// predicate, same mode): claimWithOutcomes takes it before its outcomes' rows.
-	sqlLockLimitedQueue = `SELECT FROM rota.queues q
-WHERE q.name = $1 AND NOT q.paused
-  AND (q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL
-       OR q.group_concurrency IS NOT NULL OR q.group_rate_limit IS NOT NULL)
-FOR NO KEY UPDATE OF q`
 )
 
 // claimLimited claims through rota.claim_limited and fills params.Report from its
 // report row (the row whose task columns are NULL).
 func (s *Store) claimLimited(ctx context.Context, queue string, limit int, params store.ClaimParams) ([]*store.Task, error) {
-	sql, args := limitedClaimArgs(queue, limit, params)
-	rows, err := s.pool.Query(ctx, sql, append([]any{planPerCall}, args...)...)
+	var ids []pgtype.UUID // NULL unless the claim is by id
+	if params.TaskIDs != nil {
+		ids = make([]pgtype.UUID, len(params.TaskIDs))
+		for i, id := range params.TaskIDs {
+			ids[i] = pgtype.UUID{Bytes: id, Valid: true}
+		}
+	}
+	sql := sqlClaimLimitedEnqueued
+	if params.From == store.StatusPending {
+		sql = sqlClaimLimitedPending
+	}
+	rows, err := s.pool.Query(ctx, sql, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration, ids)
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
@@ -45,80 +47,6 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
-	return s.limitedClaimDone(queue, params, tasks, report), nil
-}
-
-// limitedClaimArgs is the rota.claim_limited call for a claim.
-func limitedClaimArgs(queue string, limit int, params store.ClaimParams) (string, []any) {
-	var ids []pgtype.UUID // NULL unless the claim is by id
-	if params.TaskIDs != nil {
-		ids = uuidArgs(params.TaskIDs)
-	}
-	sql := sqlClaimLimitedEnqueued
-	if params.From == store.StatusPending {
-		sql = sqlClaimLimitedPending
-	}
-	return sql, []any{queue, limit, params.WorkerID, params.LeaseDuration, ids}
-}
-
-// claimWithOutcomes writes params.Outcomes and claims through rota.claim_limited in one
-// transaction and one round trip: the two statements go as one pipeline, which
-// PostgreSQL runs as one implicit transaction (pgx's SendBatch), so the claim counts
-// the outcomes' tasks as ended, and a failure writes neither. The store goes straight
-// to rota.claim_limited, as for a queue found flow controlled: the caller hands in
-// outcomes only while a concurrency limit holds its claims back.
-func (s *Store) claimWithOutcomes(ctx context.Context, queue string, limit int, params store.ClaimParams) ([]*store.Task, error) {
-	b, err := prepareOutcomes(params.Outcomes)
-	if err != nil {
-		return nil, fmt.Errorf("claim tasks: %w", err)
-	}
-	sql, args := limitedClaimArgs(queue, limit, params)
-	var tasks []*store.Task
-	var report store.ClaimReport
-	err = retryDeadlock(func() error { // as RecordOutcomes: a deadlock wrote nothing
-		batch := &pgx.Batch{}
-		if len(b.sent) > 0 {
-			// The queue's lock before the outcomes' task rows, the order of a claim by id
-			// (queue, then the task it waits for): the other order deadlocked with one
-			// whose task was among these outcomes (storetest's racing claimers).
-			batch.Queue(sqlLockLimitedQueue, queue)
-			batch.Queue(sqlRecordOutcomes, b.args()...)
-		}
-		batch.Queue(sql, args...)
-		br := s.pool.SendBatch(ctx, batch)
-		if len(b.sent) > 0 {
-			if _, err := br.Exec(); err != nil {
-				_ = br.Close()
-				return err
-			}
-			rows, err := br.Query()
-			if err := b.read(rows, err); err != nil {
-				_ = br.Close()
-				return err
-			}
-		}
-		rows, err := br.Query()
-		if err != nil {
-			_ = br.Close()
-			return err
-		}
-		report = store.ClaimReport{}
-		if tasks, err = collectLimitedClaim(rows, &report); err != nil {
-			_ = br.Close()
-			return err
-		}
-		return br.Close() // the commit
-	})
-	if err != nil {
-		return nil, translate("claim tasks", err)
-	}
-	*params.OutcomeResults = b.finish()
-	return s.limitedClaimDone(queue, params, tasks, report), nil
-}
-
-// limitedClaimDone reports a claim of rota.claim_limited to params.Report and
-// remembers whether its queue is flow controlled.
-func (s *Store) limitedClaimDone(queue string, params store.ClaimParams, tasks []*store.Task, report store.ClaimReport) []*store.Task {
 	if params.Report != nil {
 		*params.Report = report
 	}
@@ -126,7 +54,7 @@ func (s *Store) limitedClaimDone(queue string, params store.ClaimParams, tasks [
 	// is flow controlled, and its next claims skip the plain statement for a while.
 	// Nothing claimed and nothing held back: an empty queue, which may well be plain.
 	s.flowControlled.mark(queue, len(tasks) > 0 || report.HeldBack != "")
-	return tasks
+	return tasks, nil
 }
 
 // flowControlRecheck is how long the claims of a queue found flow controlled go

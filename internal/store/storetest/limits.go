@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -27,7 +26,6 @@ var limitTests = []testCase{
 	{"ConcurrencyCountsEveryWorker", testLimitConcurrencyEveryWorker},
 	{"ConcurrencyCapsClaimsByID", testLimitConcurrencyByID},
 	{"ConcurrencyCountsExpiredLeasesUntilReaped", testLimitConcurrencyExpired},
-	{"ClaimWritesOutcomesFirst", testLimitClaimWithOutcomes},
 	{"RateSlidingWindow", testLimitRateWindow},
 	{"RateCountsEndedAttempts", testLimitRateEnded},
 	{"GroupConcurrencyPerKey", testLimitGroupConcurrency},
@@ -239,42 +237,6 @@ func testLimitConcurrencyExpired(t *testing.T, s store.Store) {
 	wantClaimed(t, "claim while the expired lease is not reaped", claim(t, s, claimParams("ce", 1)), 0)
 	reapUntil(t, s, store.ReapParams{Limit: 10}, 1)
 	wantClaimed(t, "claim after the reap", claim(t, s, claimParams("ce", 1)), 1)
-}
-
-// A claim that hands in outcomes (ClaimParams.Outcomes, as a worker at the limit does)
-// writes them first: their tasks no longer count against the concurrency limit. Each
-// outcome has its own result, as from RecordOutcomes.
-func testLimitClaimWithOutcomes(t *testing.T, s store.Store) {
-	createN(t, s, "co", "k", 6)
-	updateQueue(t, s, "co", store.QueuePatch{Concurrency: setLimit(2)})
-	first := claim(t, s, claimParams("co", 2))
-	wantClaimed(t, "first claim under concurrency 2", first, 2)
-
-	stale := outcome(first[1], store.Succeed, "")
-	stale.LeaseToken = uuid.New() // not the lease: rejected, first[1] stays PROCESSING
-	var results []store.OutcomeResult
-	p := claimParams("co", 2)
-	p.Outcomes = []store.Outcome{outcome(first[0], store.Succeed, ""), stale}
-	p.OutcomeResults = &results
-	got := claim(t, s, p)
-	wantClaimed(t, "claim with first[0]'s outcome (first[1] still running)", got, 1)
-	if len(results) != 2 || results[0].Err != nil || results[0].Status != store.StatusSucceeded ||
-		!errors.Is(results[1].Err, store.ErrLeaseLost) {
-		t.Fatalf("outcome results %+v, want SUCCEEDED then ErrLeaseLost", results)
-	}
-	if task := get(t, s, first[0].ID); task.Status != store.StatusSucceeded {
-		t.Fatalf("task whose outcome the claim wrote is %s, want SUCCEEDED", task.Status)
-	}
-
-	// An invalid outcome fails the whole call: nothing written, nothing claimed.
-	bad := outcome(first[1], "explode", "")
-	p.Outcomes = []store.Outcome{outcome(got[0], store.Succeed, ""), bad}
-	if _, err := s.ClaimTasks(ctx(t), p); !errors.Is(err, store.ErrInvalid) {
-		t.Fatalf("claim with an invalid outcome: %v, want ErrInvalid", err)
-	}
-	if task := get(t, s, got[0].ID); task.Status != store.StatusProcessing {
-		t.Fatalf("task of a failed claim's outcome is %s, want PROCESSING (nothing written)", task.Status)
-	}
 }
 
 // --- rate -------------------------------------------------------------------------
@@ -587,7 +549,6 @@ func raceClaims(t *testing.T, s store.Store, queue string, tasks []*store.Task, 
 			defer wg.Done()
 			p := claimParams(queue, 1+g%3)
 			p.WorkerID = fmt.Sprintf("claimer-%d", g)
-			var results []store.OutcomeResult // of the outcomes a claim (g%4 == 0) wrote
 			for !done() {
 				if time.Now().After(deadline) {
 					fail(fmt.Errorf("tasks not all finished in %s", waitTimeout*2))
@@ -606,18 +567,6 @@ func raceClaims(t *testing.T, s store.Store, queue string, tasks []*store.Task, 
 					fail(fmt.Errorf("ClaimTasks: %w", err))
 					return
 				}
-				if len(q.Outcomes) > 0 {
-					for _, r := range results {
-						if r.Err != nil {
-							fail(fmt.Errorf("ClaimTasks wrote an outcome: %v", r.Err))
-							return
-						}
-					}
-					mu.Lock()
-					finished += len(q.Outcomes)
-					mu.Unlock()
-					p.Outcomes, p.OutcomeResults = nil, nil
-				}
 				if err := onClaim(got); err != nil {
 					fail(err)
 					return
@@ -627,17 +576,6 @@ func raceClaims(t *testing.T, s store.Store, queue string, tasks []*store.Task, 
 					continue
 				}
 				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
-				if g%4 == 0 {
-					// As a worker at the concurrency limit does: the outcomes go with the
-					// next claim (ClaimParams.Outcomes), which counts their tasks as ended.
-					p.Outcomes = p.Outcomes[:0]
-					for _, task := range got {
-						onFinish(task)
-						p.Outcomes = append(p.Outcomes, outcome(task, store.Succeed, ""))
-					}
-					p.OutcomeResults = &results
-					continue
-				}
 				for _, task := range got {
 					onFinish(task)
 					res, err := s.RecordOutcomes(c, []store.Outcome{outcome(task, store.Succeed, "")})
