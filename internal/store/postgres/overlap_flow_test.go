@@ -2,8 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -181,45 +179,7 @@ func TestFlowOverlapClaimsAndOutcomesRace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const ticks = 120
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	stop := make(chan struct{})
-	wg.Go(func() {
-		defer close(stop)
-		for i := range ticks {
-			for _, o := range policies {
-				if _, err := st.RescheduleSchedule(ctx, string(o), base.Add(time.Duration(i)*time.Second)); err != nil {
-					errs <- err
-					return
-				}
-			}
-			if _, err := st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: 10}); err != nil {
-				errs <- fmt.Errorf("claim: %w", err)
-				return
-			}
-		}
-	})
-	for w := range 3 {
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := finishSome(ctx, st, fmt.Sprintf("w%d", w)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	raceTicksAndOutcomes(t, st, policies, base, 120)
 	eventually(t, 60*time.Second, "every flow to end", func() bool {
 		if err := finishSome(ctx, st, "settle"); err != nil {
 			t.Fatal(err)

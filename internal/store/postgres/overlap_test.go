@@ -164,45 +164,7 @@ func TestOverlapClaimsAndOutcomesRace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const ticks = 150
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	stop := make(chan struct{})
-	wg.Go(func() { // the ticks, every schedule at each
-		defer close(stop)
-		for i := range ticks {
-			for _, o := range policies {
-				if _, err := st.RescheduleSchedule(ctx, string(o), base.Add(time.Duration(i)*time.Second)); err != nil {
-					errs <- err
-					return
-				}
-			}
-			if _, err := st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: 10}); err != nil {
-				errs <- fmt.Errorf("claim: %w", err)
-				return
-			}
-		}
-	})
-	for w := range 3 { // workers finishing runs at once
-		wg.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := finishSome(ctx, st, fmt.Sprintf("w%d", w)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	raceTicksAndOutcomes(t, st, policies, base, 150)
 	// Settle: finish what is left; released runs come due as their predecessors end.
 	eventually(t, 30*time.Second, "every run to finish", func() bool {
 		if err := finishSome(ctx, st, "settle"); err != nil {
@@ -248,4 +210,50 @@ func finishSome(ctx context.Context, st *postgres.Store, worker string) error {
 		}
 	}
 	return nil
+}
+
+// raceTicksAndOutcomes claims ticks of the schedules named by policies (one a second
+// from base, as fast as it can) while three workers finish whatever runs (finishSome),
+// until the ticks are done; it fails t on any error (a deadlock, say).
+func raceTicksAndOutcomes(t *testing.T, st *postgres.Store, policies []store.Overlap, base time.Time, ticks int) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	stop := make(chan struct{})
+	wg.Go(func() { // the ticks, every schedule at each
+		defer close(stop)
+		for i := range ticks {
+			for _, o := range policies {
+				if _, err := st.RescheduleSchedule(ctx, string(o), base.Add(time.Duration(i)*time.Second)); err != nil {
+					errs <- err
+					return
+				}
+			}
+			if _, err := st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: 10}); err != nil {
+				errs <- fmt.Errorf("claim: %w", err)
+				return
+			}
+		}
+	})
+	for w := range 3 { // workers finishing runs at once
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := finishSome(ctx, st, fmt.Sprintf("w%d", w)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
