@@ -298,6 +298,8 @@ func (c *committer) apply(ctx context.Context, batch []pendingOutcome, results [
 // notifyCommitted tells the fetchers of the batch's queues that tasks of theirs stopped
 // running: a claim held back by a concurrency limit may now fit (heldback.go).
 func (c *committer) notifyCommitted(batch []pendingOutcome) {
+	// Every count first, then the wake-ups: a fetcher woken by them sees the whole batch
+	// written (roomForClaim).
 	for _, p := range batch {
 		if f := c.w.fetchers[p.e.task.Queue]; f != nil {
 			f.uncommitted.Add(-1)

@@ -63,10 +63,14 @@ func (f *fetcher) roomForClaim(n int) int {
 	return max(0, n-int(f.uncommitted.Load()))
 }
 
-// waitCommitted waits, after roomForClaim left nothing to claim, until an outcome of the
-// queue is written (the committer writes at once while the limit bites: writeAtOnce),
-// or heldRetry; it reports whether ctx is alive.
+// waitCommitted waits, after a claim held back by a concurrency limit or when
+// roomForClaim left nothing to claim, until an outcome of the queue is written, or
+// heldRetry (another process's task may have ended); it reports whether ctx is alive.
 func (f *fetcher) waitCommitted(ctx context.Context) bool {
+	// A commit signalled while the claim ran is not dropped: the claim may have counted
+	// before that commit (one needless claim at worst, never a lost wake-up). Finished
+	// tasks count against the limit until their outcomes are written: have the committer
+	// write what it holds now rather than after its interval.
 	f.w.committer.expedite()
 	t := time.NewTimer(loop.Jitter(heldRetry))
 	defer t.Stop()
@@ -101,12 +105,7 @@ func (f *fetcher) waitHeld(ctx context.Context, r store.ClaimReport) bool {
 		d, woken = loop.Jitter(f.w.cfg.PollInterval), f.wake
 	default: // concurrency, group_concurrency
 		f.markConcurrencyHeld()
-		// A commit signalled while the claim ran is not dropped: the claim may have
-		// counted before that commit (one needless claim at worst, never a lost wake-up).
-		// Finished tasks count against the limit until their outcomes are written:
-		// have the committer write what it holds now rather than after its interval.
-		f.w.committer.expedite()
-		d, woken = loop.Jitter(heldRetry), f.committed
+		return f.waitCommitted(ctx)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
