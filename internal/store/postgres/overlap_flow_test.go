@@ -29,16 +29,7 @@ func flowOverlapSchedule(t *testing.T, st *postgres.Store, name string, overlap 
 			{Name: "a", Kind: "a"}, {Name: "b", Kind: "b", DependsOn: []string{"a"}}}}}); err != nil {
 		t.Fatal(err)
 	}
-	base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
-	n := 0
-	next := func() time.Time {
-		n++
-		at := base.Add(time.Duration(n) * time.Second)
-		if _, err := st.RescheduleSchedule(ctx, name, at); err != nil {
-			t.Fatal(err)
-		}
-		return at
-	}
+	next := tickMover(t, st, name)
 	next()
 	claims, err := st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: 10})
 	if err != nil || len(claims) != 1 || len(claims[0].Flows) != 1 {

@@ -28,16 +28,7 @@ func overlapSchedule(t *testing.T, st *postgres.Store, name string, overlap stor
 		Task: store.TaskTemplate{Kind: "noop", Queue: name}}); err != nil {
 		t.Fatal(err)
 	}
-	base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
-	n := 0
-	next := func() time.Time {
-		n++
-		at := base.Add(time.Duration(n) * time.Second)
-		if _, err := st.RescheduleSchedule(ctx, name, at); err != nil {
-			t.Fatal(err)
-		}
-		return at
-	}
+	next := tickMover(t, st, name)
 	next()
 	claims, err := st.ClaimDueSchedules(ctx, store.ClaimSchedulesParams{Limit: 10})
 	if err != nil || len(claims) != 1 || len(claims[0].Runs) != 1 {
@@ -255,5 +246,21 @@ func raceTicksAndOutcomes(t *testing.T, st *postgres.Store, policies []store.Ove
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// tickMover returns a function that makes schedule name due at its next tick (one a
+// second, from an hour ago) and returns that tick.
+func tickMover(t *testing.T, st *postgres.Store, name string) func() time.Time {
+	t.Helper()
+	base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+	n := 0
+	return func() time.Time {
+		n++
+		at := base.Add(time.Duration(n) * time.Second)
+		if _, err := st.RescheduleSchedule(context.Background(), name, at); err != nil {
+			t.Fatal(err)
+		}
+		return at
 	}
 }
