@@ -563,15 +563,7 @@ func testFlowCancel(t *testing.T, s store.Store) {
 	if err != nil {
 		t.Fatalf("CancelFlow: %v", err)
 	}
-	wantFlowStatus(t, got, store.FlowCanceled)
-	wantStepStatus(t, got, "b", store.StepStatus(store.StatusCanceled))
-	wantStepStatus(t, got, "c", store.StepStatus(store.StatusCanceled))
-	if bt := get(t, s, b.ID); bt.Status != store.StatusCanceled {
-		t.Fatalf("pending task of b is %s", bt.Status)
-	}
-	if at := get(t, s, a.ID); at.Status != store.StatusProcessing || at.CancelRequestedAt == nil {
-		t.Fatalf("running task of a: %s, cancel requested %v", at.Status, at.CancelRequestedAt)
-	}
+	wantCanceledMidway(t, s, got, a.ID, b.ID)
 	// The running task finishes as canceled (or even succeeds): the flow stays CANCELED
 	// and starts nothing.
 	recordOK(t, s, outcome(a, store.Succeed, ""), store.StatusSucceeded)
@@ -945,5 +937,21 @@ func testFlowRetention(t *testing.T, s store.Store) {
 	flows, _, err := s.ListFlows(ctx(t), store.FlowListParams{})
 	if err != nil || len(flows) != 1 || flows[0].ID != running.ID {
 		t.Fatalf("flows left: %v, %v; want the running one", flows, err)
+	}
+}
+
+// wantCanceledMidway checks flow f (a -> b -> c, a's task running, b's pending) after a
+// cancel: the flow and its unstarted steps CANCELED, the pending task canceled, the
+// running one asked to stop.
+func wantCanceledMidway(t *testing.T, s store.Store, f *store.Flow, running, pending uuid.UUID) {
+	t.Helper()
+	wantFlowStatus(t, f, store.FlowCanceled)
+	wantStepStatus(t, f, "b", store.StepStatus(store.StatusCanceled))
+	wantStepStatus(t, f, "c", store.StepStatus(store.StatusCanceled))
+	if bt := get(t, s, pending); bt.Status != store.StatusCanceled {
+		t.Fatalf("pending task of the canceled flow is %s", bt.Status)
+	}
+	if at := get(t, s, running); at.Status != store.StatusProcessing || at.CancelRequestedAt == nil {
+		t.Fatalf("running task of the canceled flow: %s, cancel requested %v", at.Status, at.CancelRequestedAt)
 	}
 }

@@ -210,16 +210,7 @@ func testScheduleFlowCancelOther(t *testing.T, s store.Store) {
 	if next == old {
 		t.Fatal("the second claim returned the old flow")
 	}
-	f := getFlow(t, s, old)
-	wantFlowStatus(t, f, store.FlowCanceled)
-	wantStepStatus(t, f, "b", store.StepStatus(store.StatusCanceled))
-	wantStepStatus(t, f, "c", store.StepStatus(store.StatusCanceled))
-	if bt := get(t, s, b.ID); bt.Status != store.StatusCanceled {
-		t.Fatalf("pending task of the canceled flow is %s", bt.Status)
-	}
-	if at := get(t, s, a.ID); at.Status != store.StatusProcessing || at.CancelRequestedAt == nil {
-		t.Fatalf("running task of the canceled flow: %s, cancel requested %v", at.Status, at.CancelRequestedAt)
-	}
+	wantCanceledMidway(t, s, getFlow(t, s, old), a.ID, b.ID)
 	wantStartedFlow(t, s, next)
 	wantFlowRuns(t, s, "co", &next, nil)
 	// The canceled flow's running task ends: nothing changes for the schedule.
