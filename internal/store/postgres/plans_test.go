@@ -3,10 +3,12 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -69,6 +71,60 @@ func TestHotPathNeverScansTasks(t *testing.T) {
 	// entries of the tasks claimed before them, not yet vacuumed).
 	if read := indexTuplesRead(t, pool) - readBefore; read > 5000 {
 		t.Fatalf("claiming and completing 250 of 20,000 tasks read %d index entries of rota.tasks", read)
+	}
+}
+
+// TestClaimByIDsNeverScansTasks is TestHotPathNeverScansTasks for the SQS worker's claim
+// by id (rota.claim_tasks_by_ids, migration 0032), whose plan is made once per session:
+// made while rota.tasks was empty, it must still reach the named rows through the primary
+// key once the table holds 20,000 sent tasks.
+func TestClaimByIDsNeverScansTasks(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	claimByIDs := func(ids []uuid.UUID) []*store.Task {
+		t.Helper()
+		tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "default", From: store.StatusEnqueued, TaskIDs: ids,
+			WorkerID: "w", Limit: len(ids), LeaseDuration: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tasks
+	}
+	for range 10 { // on the empty table: the session's plan is made now
+		claimByIDs([]uuid.UUID{store.NewID(), store.NewID()})
+	}
+	params := make([]store.CreateParams, 5000)
+	for range 4 {
+		for i := range params {
+			params[i] = store.CreateParams{Kind: "noop"}
+		}
+		mustCreate(t, st, params...)
+	}
+	exec(t, pool, `UPDATE rota.tasks SET status = 'ENQUEUED', enqueued_at = now()`)
+	var sent []uuid.UUID
+	rows, err := pool.Query(ctx, `SELECT id FROM rota.tasks ORDER BY random() LIMIT 200`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID]); err != nil {
+		t.Fatal(err)
+	}
+
+	before, readBefore := seqScans(t, pool), indexTuplesRead(t, pool)
+	for batch := range slices.Chunk(sent, 40) {
+		if got := claimByIDs(batch); len(got) != len(batch) {
+			t.Fatalf("claim by id: %d of %d tasks", len(got), len(batch))
+		}
+	}
+	if after := seqScans(t, pool); after != before {
+		t.Fatalf("claiming by id scanned rota.tasks sequentially %d times", after-before)
+	}
+	if read := indexTuplesRead(t, pool) - readBefore; read > 2000 {
+		t.Fatalf("claiming 200 of 20,000 tasks by id read %d index entries of rota.tasks", read)
 	}
 }
 
