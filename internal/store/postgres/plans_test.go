@@ -128,6 +128,56 @@ func TestClaimByIDsNeverScansTasks(t *testing.T) {
 	}
 }
 
+// TestEnqueueNeverScansTasks is TestHotPathNeverScansTasks for the SQS enqueuer's lock and
+// mark (rota.enqueue_due and rota.enqueue_mark, migration 0033), whose plans are made once
+// per session: made while rota.tasks was empty, they must still read only the tasks a
+// round takes once the table holds 20,000 due tasks and 20,000 sent ones.
+func TestEnqueueNeverScansTasks(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	round := func() int {
+		t.Helper()
+		n, err := st.EnqueueDue(ctx, store.EnqueueParams{Queue: "default", Limit: 250, RedeliverAfter: time.Minute},
+			func(_ context.Context, ids []uuid.UUID) ([]uuid.UUID, error) { return ids, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 10 { // on the empty table: the session's plans are made now
+		round()
+	}
+	params := make([]store.CreateParams, 5000)
+	for i := range 8 {
+		for j := range params {
+			params[j] = store.CreateParams{Kind: "noop"}
+		}
+		mustCreate(t, st, params...)
+		if i == 3 { // the first 20,000 are sent (recently: not presumed lost)
+			exec(t, pool, `UPDATE rota.tasks SET status = 'ENQUEUED', enqueued_at = now()`)
+		}
+	}
+	// Without their dead PENDING entries (no statistics: the plans stay the empty table's).
+	exec(t, pool, `VACUUM rota.tasks`)
+
+	before, readBefore := seqScans(t, pool), indexTuplesRead(t, pool)
+	for range 4 {
+		if n := round(); n != 250 {
+			t.Fatalf("a round marked %d tasks, want 250", n)
+		}
+	}
+	if after := seqScans(t, pool); after != before {
+		t.Fatalf("enqueue rounds scanned rota.tasks sequentially %d times", after-before)
+	}
+	if read := indexTuplesRead(t, pool) - readBefore; read > 5000 {
+		t.Fatalf("4 rounds of 250 beside 40,000 tasks read %d index entries of rota.tasks", read)
+	}
+}
+
 // indexTuplesRead is how many index entries of rota.tasks's indexes scans have read so far.
 func indexTuplesRead(t *testing.T, pool *pgxpool.Pool) int64 {
 	return tasksStat(t, pool, `SELECT coalesce(sum(idx_tup_read), 0)::bigint FROM pg_stat_user_indexes
