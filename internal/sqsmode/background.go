@@ -28,8 +28,9 @@ func (b *background) goOrRun(fn func()) {
 func (b *background) tryGo(fn func()) bool {
 	select {
 	case b.slots <- struct{}{}:
-		b.wg.Go(func() {
-			defer func() { <-b.slots }()
+		b.wg.Add(1)
+		warm.Go(func() {
+			defer func() { <-b.slots; b.wg.Done() }()
 			fn()
 		})
 		return true

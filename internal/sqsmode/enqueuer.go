@@ -223,10 +223,10 @@ func (e *Enqueuer) runQueue(ctx context.Context, rq string, wake <-chan struct{}
 	inFlight := 0
 	start := func() {
 		inFlight++
-		go func() {
+		warm.Go(func() { // a kept goroutine: its stack has grown for pgx and the SDK already
 			n, err := e.Round(ctx, rq)
 			done <- result{n, err}
-		}()
+		})
 	}
 	failures := 0
 	backlog := false

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/google/uuid"
-	"golang.org/x/sync/errgroup"
 )
 
 // sender sends task ids to the SQS queue of one Rota queue: it is the send function
@@ -31,21 +30,16 @@ func (s *sender) send(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error)
 		sent = make([]uuid.UUID, 0, len(ids))
 		errs []error
 	)
-	var g errgroup.Group
-	g.SetLimit(s.concurrency)
-	for _, chunk := range chunks(ids, maxBatch) {
-		g.Go(func() error {
-			ok, err := s.sendChunk(ctx, chunk)
-			mu.Lock()
-			defer mu.Unlock()
-			sent = append(sent, ok...)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
+	parts := chunks(ids, maxBatch)
+	warm.each(len(parts), s.concurrency, func(i int) {
+		ok, err := s.sendChunk(ctx, parts[i])
+		mu.Lock()
+		defer mu.Unlock()
+		sent = append(sent, ok...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	})
 	s.metrics.addSent(s.rotaQueue, len(sent))
 	if failed := len(ids) - len(sent); failed > 0 {
 		s.metrics.addSendFailures(s.rotaQueue, failed)

@@ -2,7 +2,8 @@ package sqsmode
 
 import (
 	"context"
-	"sync"
+	"maps"
+	"slices"
 
 	"github.com/rotaqueue/rota/internal/runtime"
 )
@@ -30,9 +31,8 @@ func (s *Source) settle(ctx context.Context, settled []runtime.Settled) {
 		handles[k] = append(handles[k], r.handle)
 	}
 
-	var wg sync.WaitGroup
-	for k, hs := range handles {
-		wg.Go(func() { s.deleteMessages(ctx, k.rq, k.url, hs, ReasonSettled) })
-	}
-	wg.Wait()
+	keys := slices.Collect(maps.Keys(handles))
+	warm.each(len(keys), len(keys), func(i int) {
+		s.deleteMessages(ctx, keys[i].rq, keys[i].url, handles[keys[i]], ReasonSettled)
+	})
 }

@@ -82,17 +82,13 @@ func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Deliv
 // fails only brings nothing (the next Fetch meets the error again and reports it).
 func (s *Source) receiveMore(ctx context.Context, rq, url string, n int) []types.Message {
 	batches := make([][]types.Message, (n+maxBatch-1)/maxBatch)
-	var wg sync.WaitGroup
-	for i := range batches {
-		wg.Go(func() {
-			// The receipts are kept with the first receive's URL (claim): messages of
-			// another URL (the queue made again meanwhile) are left to come back.
-			if got, msgs, err := s.receive(ctx, rq, min(maxBatch, n-i*maxBatch), 0); err == nil && got == url {
-				batches[i] = msgs
-			}
-		})
-	}
-	wg.Wait()
+	warm.each(len(batches), len(batches), func(i int) {
+		// The receipts are kept with the first receive's URL (claim): messages of
+		// another URL (the queue made again meanwhile) are left to come back.
+		if got, msgs, err := s.receive(ctx, rq, min(maxBatch, n-i*maxBatch), 0); err == nil && got == url {
+			batches[i] = msgs
+		}
+	})
 	var out []types.Message
 	for _, b := range batches {
 		out = append(out, b...)

@@ -68,6 +68,7 @@ func (s *countingStore) reportStatementTimes(b *testing.B) {
 	}
 	if n := s.commits.Load(); n > 0 {
 		b.ReportMetric(float64(s.commitNanos.Load())/float64(n)/1e6, "outcomes_ms")
+		b.ReportMetric(float64(b.N)/float64(n), "outcomes/batch")
 	}
 }
 

@@ -49,31 +49,31 @@ func (s *Source) tidy(ctx context.Context, rq, url string, l *tidyList) {
 // deleteMessages deletes messages of queue url in batches of 10, the batches at once,
 // and counts each as deleted for reason or as a delete failure.
 func (s *Source) deleteMessages(ctx context.Context, rq, url string, handles []string, reason string) {
-	var wg sync.WaitGroup
-	for _, chunk := range chunks(handles, maxBatch) {
-		wg.Go(func() {
-			entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
-			for i, h := range chunk {
-				entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h)}
-			}
-			cctx, cancel := callContext(ctx, s.cfg.CallTimeout)
-			defer cancel()
-			out, err := s.client.DeleteMessageBatch(cctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
-			if err != nil {
-				s.metrics.addDeleteFailures(rq, len(chunk))
-				s.log.Warn("deleting messages failed; they will come back and be judged again",
-					"queue", rq, "reason", reason, "count", len(chunk), "error", err)
-				return
-			}
-			s.metrics.addDeleted(rq, reason, len(out.Successful))
-			if len(out.Failed) > 0 {
-				s.metrics.addDeleteFailures(rq, len(out.Failed))
-				s.log.Warn("SQS refused to delete messages; they will come back and be judged again",
-					"queue", rq, "reason", reason, "count", len(out.Failed), "error", aws.ToString(out.Failed[0].Message))
-			}
-		})
+	parts := chunks(handles, maxBatch)
+	warm.each(len(parts), len(parts), func(i int) { s.deleteChunk(ctx, rq, url, parts[i], reason) })
+}
+
+// deleteChunk deletes up to 10 messages of queue url in one DeleteMessageBatch.
+func (s *Source) deleteChunk(ctx context.Context, rq, url string, chunk []string, reason string) {
+	entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
+	for i, h := range chunk {
+		entries[i] = types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h)}
 	}
-	wg.Wait()
+	cctx, cancel := callContext(ctx, s.cfg.CallTimeout)
+	defer cancel()
+	out, err := s.client.DeleteMessageBatch(cctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(url), Entries: entries})
+	if err != nil {
+		s.metrics.addDeleteFailures(rq, len(chunk))
+		s.log.Warn("deleting messages failed; they will come back and be judged again",
+			"queue", rq, "reason", reason, "count", len(chunk), "error", err)
+		return
+	}
+	s.metrics.addDeleted(rq, reason, len(out.Successful))
+	if len(out.Failed) > 0 {
+		s.metrics.addDeleteFailures(rq, len(out.Failed))
+		s.log.Warn("SQS refused to delete messages; they will come back and be judged again",
+			"queue", rq, "reason", reason, "count", len(out.Failed), "error", aws.ToString(out.Failed[0].Message))
+	}
 }
 
 // hideMessages changes the visibility timeout of messages of queue url, in batches of 10.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/rotaqueue/rota/internal/store"
 )
@@ -28,9 +27,9 @@ var (
 
 // EnqueueDue locks the tasks that need an SQS message, hands their ids to send while the
 // locks are held, and marks the ids send reports, all in one transaction; see
-// store.EnqueueParams. Both statements are planned per call: the first runs every few
-// hundred milliseconds on every server, and a generic plan made while the table looked
-// empty would scan it.
+// store.EnqueueParams. Both statements are functions planned once per session (migration
+// 0033), whose settings keep a plan made while the table looked empty from scanning it
+// (TestEnqueueNeverScansTasks).
 func (s *Store) EnqueueDue(ctx context.Context, params store.EnqueueParams,
 	send func(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error)) (int, error) {
 	if err := params.Normalize(); err != nil {
@@ -49,8 +48,10 @@ func (s *Store) EnqueueDue(ctx context.Context, params store.EnqueueParams,
 		},
 		func(id uuid.UUID) uuid.UUID { return id },
 		send,
-		func(tx pgx.Tx, ids []uuid.UUID) (pgconn.CommandTag, error) {
-			return tx.Exec(ctx, sqlEnqueueMark, planPerCall, uuidArgs(ids))
+		func(tx pgx.Tx, ids []uuid.UUID) (int, error) {
+			var marked int
+			err := tx.QueryRow(ctx, sqlEnqueueMark, planPerCall, uuidArgs(ids)).Scan(&marked)
+			return marked, err
 		})
 }
 
@@ -75,8 +76,9 @@ func (s *Store) PublishDeadLetters(ctx context.Context, params store.PublishPara
 		},
 		func(d store.DeadLetter) int64 { return d.ID },
 		publish,
-		func(tx pgx.Tx, ids []int64) (pgconn.CommandTag, error) {
-			return tx.Exec(ctx, sqlDLQMark, planPerCall, ids)
+		func(tx pgx.Tx, ids []int64) (int, error) {
+			tag, err := tx.Exec(ctx, sqlDLQMark, planPerCall, ids)
+			return int(tag.RowsAffected()), err
 		})
 }
 
@@ -88,7 +90,7 @@ func (s *Store) PublishDeadLetters(ctx context.Context, params store.PublishPara
 func handOut[R any, K comparable](ctx context.Context, s *Store, op, handName string,
 	lock func(pgx.Tx) ([]R, error), key func(R) K,
 	hand func(context.Context, []R) ([]K, error),
-	mark func(pgx.Tx, []K) (pgconn.CommandTag, error)) (int, error) {
+	mark func(pgx.Tx, []K) (int, error)) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, translate(op, err)
@@ -132,11 +134,11 @@ func handOut[R any, K comparable](ctx context.Context, s *Store, op, handName st
 
 	marked := 0
 	if len(toMark) > 0 {
-		tag, err := mark(tx, toMark)
+		n, err := mark(tx, toMark)
 		if err != nil {
 			return failed("mark", err)
 		}
-		marked = int(tag.RowsAffected())
+		marked = n
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return failed("commit", err)

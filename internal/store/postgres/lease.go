@@ -50,6 +50,10 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 	var rows pgx.Rows
 	var err error
 	switch {
+	case params.TaskIDs != nil && limit >= len(params.TaskIDs):
+		// Every id may be claimed (the SQS worker's claim): one UPDATE, no lock step.
+		rows, err = s.pool.Query(ctx, sqlClaimTasksByIDs, planPerCall, queue, params.WorkerID,
+			params.LeaseDuration, uuidArgs(params.TaskIDs), string(params.From))
 	case params.TaskIDs != nil:
 		rows, err = s.pool.Query(ctx, sqlClaimTasksByID, planPerCall, queue, limit, params.WorkerID,
 			params.LeaseDuration, uuidArgs(params.TaskIDs), string(params.From))

@@ -3,10 +3,12 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -69,6 +71,110 @@ func TestHotPathNeverScansTasks(t *testing.T) {
 	// entries of the tasks claimed before them, not yet vacuumed).
 	if read := indexTuplesRead(t, pool) - readBefore; read > 5000 {
 		t.Fatalf("claiming and completing 250 of 20,000 tasks read %d index entries of rota.tasks", read)
+	}
+}
+
+// TestClaimByIDsNeverScansTasks is TestHotPathNeverScansTasks for the SQS worker's claim
+// by id (rota.claim_tasks_by_ids, migration 0032), whose plan is made once per session:
+// made while rota.tasks was empty, it must still reach the named rows through the primary
+// key once the table holds 20,000 sent tasks.
+func TestClaimByIDsNeverScansTasks(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	claimByIDs := func(ids []uuid.UUID) []*store.Task {
+		t.Helper()
+		tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "default", From: store.StatusEnqueued, TaskIDs: ids,
+			WorkerID: "w", Limit: len(ids), LeaseDuration: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tasks
+	}
+	for range 10 { // on the empty table: the session's plan is made now
+		claimByIDs([]uuid.UUID{store.NewID(), store.NewID()})
+	}
+	params := make([]store.CreateParams, 5000)
+	for range 4 {
+		for i := range params {
+			params[i] = store.CreateParams{Kind: "noop"}
+		}
+		mustCreate(t, st, params...)
+	}
+	exec(t, pool, `UPDATE rota.tasks SET status = 'ENQUEUED', enqueued_at = now()`)
+	var sent []uuid.UUID
+	rows, err := pool.Query(ctx, `SELECT id FROM rota.tasks ORDER BY random() LIMIT 200`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID]); err != nil {
+		t.Fatal(err)
+	}
+
+	before, readBefore := seqScans(t, pool), indexTuplesRead(t, pool)
+	for batch := range slices.Chunk(sent, 40) {
+		if got := claimByIDs(batch); len(got) != len(batch) {
+			t.Fatalf("claim by id: %d of %d tasks", len(got), len(batch))
+		}
+	}
+	if after := seqScans(t, pool); after != before {
+		t.Fatalf("claiming by id scanned rota.tasks sequentially %d times", after-before)
+	}
+	if read := indexTuplesRead(t, pool) - readBefore; read > 2000 {
+		t.Fatalf("claiming 200 of 20,000 tasks by id read %d index entries of rota.tasks", read)
+	}
+}
+
+// TestEnqueueNeverScansTasks is TestHotPathNeverScansTasks for the SQS enqueuer's lock and
+// mark (rota.enqueue_due and rota.enqueue_mark, migration 0033), whose plans are made once
+// per session: made while rota.tasks was empty, they must still read only the tasks a
+// round takes once the table holds 20,000 due tasks and 20,000 sent ones.
+func TestEnqueueNeverScansTasks(t *testing.T) {
+	ctx := context.Background()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	defer st.Close()
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	round := func() int {
+		t.Helper()
+		n, err := st.EnqueueDue(ctx, store.EnqueueParams{Queue: "default", Limit: 250, RedeliverAfter: time.Minute},
+			func(_ context.Context, ids []uuid.UUID) ([]uuid.UUID, error) { return ids, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for range 10 { // on the empty table: the session's plans are made now
+		round()
+	}
+	params := make([]store.CreateParams, 5000)
+	for i := range 8 {
+		for j := range params {
+			params[j] = store.CreateParams{Kind: "noop"}
+		}
+		mustCreate(t, st, params...)
+		if i == 3 { // the first 20,000 are sent (recently: not presumed lost)
+			exec(t, pool, `UPDATE rota.tasks SET status = 'ENQUEUED', enqueued_at = now()`)
+		}
+	}
+	// Without their dead PENDING entries (no statistics: the plans stay the empty table's).
+	exec(t, pool, `VACUUM rota.tasks`)
+
+	before, readBefore := seqScans(t, pool), indexTuplesRead(t, pool)
+	for range 4 {
+		if n := round(); n != 250 {
+			t.Fatalf("a round marked %d tasks, want 250", n)
+		}
+	}
+	if after := seqScans(t, pool); after != before {
+		t.Fatalf("enqueue rounds scanned rota.tasks sequentially %d times", after-before)
+	}
+	if read := indexTuplesRead(t, pool) - readBefore; read > 5000 {
+		t.Fatalf("4 rounds of 250 beside 40,000 tasks read %d index entries of rota.tasks", read)
 	}
 }
 

@@ -25,6 +25,7 @@ var (
 	sqlClaimPending          = strings.ReplaceAll(query("claim_tasks.sql"), "{{name}}", "pending")
 	sqlClaimEnqueued         = strings.ReplaceAll(query("claim_tasks.sql"), "{{name}}", "enqueued")
 	sqlClaimTasksByID        = query("claim_tasks_by_id.sql")
+	sqlClaimTasksByIDs       = query("claim_tasks_by_ids.sql")
 	sqlHeartbeat             = query("heartbeat.sql")
 	sqlNotifyTasks           = query("notify_tasks.sql")
 	sqlRecordOutcomes        = query("record_outcomes.sql")

@@ -4,9 +4,7 @@
 -- the ones enqueue_due.sql locked earlier in the same transaction; the status guard only
 -- keeps a caller's mistake from touching any other row. ENQUEUED -> ENQUEUED (a re-send)
 -- changes no status, so the state-machine trigger does not fire for it.
-UPDATE rota.tasks
-SET status = 'ENQUEUED',
-    enqueued_at = statement_timestamp(),
-    updated_at = statement_timestamp()
-WHERE id = ANY($1::uuid[])
-  AND status IN ('PENDING', 'ENQUEUED')
+--
+-- The statement is the function rota.enqueue_mark (migration 0033), planned once per
+-- session; it returns how many rows it marked.
+SELECT rota.enqueue_mark($1::uuid[])

@@ -1,0 +1,28 @@
+-- ClaimTasks restricted to the ids $4 when its limit takes every one of them (the SQS
+-- worker's claim: it asks for as many tasks as it received ids): the same claim as
+-- claim_tasks_by_id.sql, in one UPDATE. $1 queue, $2 worker id, $3 lease duration, $5 the
+-- status to claim from (from ENQUEUED a due PENDING task is claimed too, migration 0009).
+--
+-- The statement is the function rota.claim_tasks_by_ids (migration 0032), planned once
+-- per session.
+--
+-- No FOR UPDATE step and no LIMIT: the UPDATE finds each id through the primary key and
+-- checks the conditions itself. A row another transaction is changing (typically the
+-- enqueuer that sent this very id and has not committed ENQUEUED yet: PENDING in this
+-- statement's snapshot, which the conditions accept) is waited for, and the conditions
+-- are checked again on the version that transaction committed (READ COMMITTED's recheck
+-- of an UPDATE), so the claim sees the commit instead of reporting "nothing to claim"
+-- for a task that is about to be claimable. claim_tasks_by_id.sql locks, then looks each
+-- row up again to update it; here each row is looked up and written once.
+--
+-- Lock order: the rows are locked in the order the primary key scan returns them, not
+-- always id order (a bitmap scan returns them in table order). Only another claim of
+-- the same ids can wait on them (two messages of one task received by two workers at
+-- once): an outcome, the reaper and the enqueuer touch rows in other states, or skip
+-- locked ones. Two such claims that deadlock lose one statement, whose messages come
+-- back after the lease and are judged again; no task runs twice.
+--
+-- Flow control (migration 0022): for a queue whose settings hold claims back (pause,
+-- limits) nothing is claimed here (one probe of its settings row), and ClaimTasks calls
+-- rota.claim_limited instead.
+SELECT * FROM rota.claim_tasks_by_ids($1::text, $2::text, $3::interval, $4::uuid[], $5::text)
