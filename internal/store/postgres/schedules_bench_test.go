@@ -36,11 +36,11 @@ func envInt(name string, def int) int {
 //   - claims/s: schedules claimed (each with its run inserted and next_run_at advanced,
 //     committed) per second of wall time;
 //   - p50-ms, p99-ms: latency of one ClaimDueSchedules call (one transaction);
-//   - p99-later-ms: p99 of the iterations after the first. In the first, each of the 50
-//     connections claims for the first time (pgx prepares the statements, an extra
-//     round trip each, and the backend fills its caches); with 10 iterations, about 600
-//     calls, its slowest claims are the p99 by themselves. p99-ms stays the headline;
-//     this one says how much of it is that first claim per connection.
+//   - p99-later-ms: p99 of the iterations after the first. The first runs in a database
+//     just made, on connections that claim for the first time, and is the slowest in
+//     most runs; with 10 iterations (about 600 calls) its slowest claims alone are the
+//     p99. p99-ms stays the headline; this one says how much of it that first
+//     iteration is.
 //   - calls/s: ClaimDueSchedules calls per second.
 //
 // The batch size is the sub-benchmark: 1 (the seed's LIMIT 1), 20 (1,000 / 50) and 100
