@@ -8,3 +8,6 @@ import "context"
 func SendWakeUpsTo(s *Store, f func(queues []string)) {
 	s.wake.send = func(_ context.Context, queues []string) { f(queues) }
 }
+
+// ScheduleClaimSlots is how many claims of limit schedules work at once.
+var ScheduleClaimSlots = scheduleClaimSlots

@@ -48,6 +48,19 @@ var (
 // schedules_due_stripes (migration 0026) must be the same.
 const scheduleClaimStripes = 64
 
+// scheduleClaimRowsInFlight bounds the schedules that the claims of one database lock
+// at once: a claim needs one of scheduleClaimSlots(limit) slots (an advisory lock,
+// queries/schedule_claim_lock.sql), and returns nothing while all are held. Claims past
+// that bound only queued for the CPU beside the others, and each lasted as long as all
+// of them together.
+const scheduleClaimRowsInFlight = 200
+
+// scheduleClaimSlots is how many claims of limit schedules work at once: at least one,
+// and enough that small batches keep their commits' flushes grouped (200 at batch 1).
+func scheduleClaimSlots(limit int) int {
+	return max(1, (scheduleClaimRowsInFlight+limit-1)/limit)
+}
+
 // claimSchedulesLockSQL is step 1 of the claim for a limit (see
 // queries/schedule_claim.sql for why the limit is in the text); sqlClaimSchedules is
 // step 2. The text is made once per limit (a scheduler uses one): building a replacer
@@ -57,7 +70,8 @@ func claimSchedulesLockSQL(limit int) string {
 		return sql.(string)
 	}
 	sql := strings.NewReplacer("{{limit}}", strconv.Itoa(limit),
-		"{{stripes}}", strconv.Itoa(scheduleClaimStripes)).Replace(sqlClaimSchedulesLock)
+		"{{stripes}}", strconv.Itoa(scheduleClaimStripes),
+		"{{slots}}", strconv.Itoa(scheduleClaimSlots(limit))).Replace(sqlClaimSchedulesLock)
 	claimLockSQLByLimit.Store(limit, sql)
 	return sql
 }
