@@ -58,15 +58,19 @@ func TestScheduleClaimWakesWorkersAfterCommit(t *testing.T) {
 	if len(claims) != 3 {
 		t.Fatalf("claimed %d schedules, want 3", len(claims))
 	}
+	// The wake sender sends from its own goroutine: wait for it, then for anything more.
+	got := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Sorted(slices.Values(woken))
+	}
+	eventually(t, 10*time.Second, "the store's wake-up", func() bool { return len(got()) >= 2 })
 	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
 	if n, err := conn.WaitForNotification(wctx); err == nil {
 		t.Errorf("the claim's transaction notified %q itself (the insert trigger)", n.Payload)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	slices.Sort(woken)
-	if !slices.Equal(woken, []string{"a", "b"}) {
-		t.Errorf("the store woke %q after the claim, want a and b once each", woken)
+	if w := got(); !slices.Equal(w, []string{"a", "b"}) {
+		t.Errorf("the store woke %q after the claim, want a and b once each", w)
 	}
 }
