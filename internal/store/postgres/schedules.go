@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,13 +48,36 @@ var (
 // schedules_due_stripes (migration 0026) must be the same.
 const scheduleClaimStripes = 64
 
+// scheduleClaimRowsInFlight bounds the schedules that the claims of one database lock
+// at once: a claim needs one of scheduleClaimSlots(limit) slots (an advisory lock,
+// queries/schedule_claim_lock.sql), and returns nothing while all are held. Claims past
+// that bound only queued for the CPU beside the others, and each lasted as long as all
+// of them together.
+const scheduleClaimRowsInFlight = 200
+
+// scheduleClaimSlots is how many claims of limit schedules work at once: at least one,
+// and enough that small batches keep their commits' flushes grouped (200 at batch 1).
+func scheduleClaimSlots(limit int) int {
+	return max(1, (scheduleClaimRowsInFlight+limit-1)/limit)
+}
+
 // claimSchedulesLockSQL is step 1 of the claim for a limit (see
 // queries/schedule_claim.sql for why the limit is in the text); sqlClaimSchedules is
-// step 2.
+// step 2. The text is made once per limit (a scheduler uses one): building a replacer
+// per call was a twentieth of BenchmarkClaimSchedules' client CPU.
 func claimSchedulesLockSQL(limit int) string {
-	return strings.NewReplacer("{{limit}}", strconv.Itoa(limit),
-		"{{stripes}}", strconv.Itoa(scheduleClaimStripes)).Replace(sqlClaimSchedulesLock)
+	if sql, ok := claimLockSQLByLimit.Load(limit); ok {
+		return sql.(string)
+	}
+	sql := strings.NewReplacer("{{limit}}", strconv.Itoa(limit),
+		"{{stripes}}", strconv.Itoa(scheduleClaimStripes),
+		"{{slots}}", strconv.Itoa(scheduleClaimSlots(limit))).Replace(sqlClaimSchedulesLock)
+	claimLockSQLByLimit.Store(limit, sql)
+	return sql
 }
+
+// claimLockSQLByLimit caches claimSchedulesLockSQL; limits are 1 to store.MaxListLimit.
+var claimLockSQLByLimit sync.Map
 
 // SQLSTATE invalid_parameter_value: what rota.next_cron_tick raises, naming the field,
 // for a bad cron spec or time zone.
@@ -356,7 +381,7 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 	// A connection released inside a transaction (an error, a canceled ctx) is closed by
 	// the pool, never reused.
 	defer conn.Release()
-	claims, err := claimSchedulesTx(ctx, conn, params.Limit)
+	claims, wakeAfter, err := claimSchedulesTx(ctx, conn, params.Limit)
 	if err != nil {
 		if conn.Conn().PgConn().TxStatus() != 'I' {
 			rollbackCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -365,12 +390,36 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 		}
 		return nil, translateSchedule(op, err)
 	}
+	if wakeAfter {
+		s.notifyClaimedRuns(claims)
+	}
 	return claims, nil
 }
 
+// notifyClaimedRuns wakes the workers of the queues that got a due run, after the claim
+// committed, through the store's wake sender as CreateTasks does (notifyCreated): the
+// claim's transaction set rota.notify_after_commit, so the insert trigger stayed silent.
+// A notifying transaction holds PostgreSQL's one notify lock (for the whole cluster)
+// through its commit's WAL flush, so concurrent claims, each inserting runs, committed
+// one after another behind it. A held run (buffer_one) is not due and wakes nobody.
+func (s *Store) notifyClaimedRuns(claims []store.ScheduleClaim) {
+	var queues []string
+	for _, c := range claims {
+		for _, t := range c.Runs {
+			if t.Status == store.StatusPending && !t.ScheduledFor.After(t.CreatedAt) && !slices.Contains(queues, t.Queue) {
+				queues = append(queues, t.Queue)
+			}
+		}
+	}
+	if len(queues) > 0 {
+		s.wake.wake(queues)
+	}
+}
+
 // claimSchedulesTx runs the claim's transaction on conn (errors untranslated; the caller
-// rolls back).
-func claimSchedulesTx(ctx context.Context, conn *pgxpool.Conn, limit int) ([]store.ScheduleClaim, error) {
+// rolls back). wakeAfter: the insert trigger did not wake the runs' workers, the caller
+// does once the claim has committed (notifyClaimedRuns).
+func claimSchedulesTx(ctx context.Context, conn *pgxpool.Conn, limit int) (claims []store.ScheduleClaim, wakeAfter bool, err error) {
 	var (
 		locked   int
 		anyFlows bool
@@ -380,25 +429,26 @@ func claimSchedulesTx(ctx context.Context, conn *pgxpool.Conn, limit int) ([]sto
 	b.Queue("BEGIN")
 	b.Queue(claimSchedulesLockSQL(limit)).QueryRow(func(row pgx.Row) error { return row.Scan(&ids, &locked, &anyFlows) })
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if locked == 0 {
 		_, err := conn.Exec(ctx, "COMMIT")
-		return nil, err
+		return nil, false, err
 	}
 	if anyFlows {
+		// The flows' tasks are woken by the insert trigger, at this commit.
 		claims, flows, err := claimSchedules(ctx, conn)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := startScheduledFlows(ctx, conn, claims, flows); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		_, err = conn.Exec(ctx, "COMMIT")
-		return claims, err
+		return claims, false, err
 	}
-	var claims []store.ScheduleClaim
 	b = &pgx.Batch{}
+	b.Queue(sqlNotifyAfterCommit)
 	b.Queue(sqlClaimSchedules).Query(func(rows pgx.Rows) error {
 		var err error
 		claims, _, err = readScheduleClaims(rows)
@@ -406,10 +456,15 @@ func claimSchedulesTx(ctx context.Context, conn *pgxpool.Conn, limit int) ([]sto
 	})
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return claims, nil
+	return claims, true, nil
 }
+
+// sqlNotifyAfterCommit silences the insert trigger's NOTIFY for the rest of the
+// transaction (rota.notify_after_commit, migration 0027): the caller wakes the workers
+// itself after the commit.
+const sqlNotifyAfterCommit = `SELECT set_config('rota.notify_after_commit', 'on', true)`
 
 // scheduledFlows are the ticks of a kind flow schedule a claim planned, with its
 // template (claim is the index of its ScheduleClaim). The ticks from the heldFrom-th

@@ -36,6 +36,11 @@ func envInt(name string, def int) int {
 //   - claims/s: schedules claimed (each with its run inserted and next_run_at advanced,
 //     committed) per second of wall time;
 //   - p50-ms, p99-ms: latency of one ClaimDueSchedules call (one transaction);
+//   - p99-later-ms: p99 of the iterations after the first. The first runs in a database
+//     just made, on connections that claim for the first time, and is the slowest in
+//     most runs; with 10 iterations (about 600 calls) its slowest claims alone are the
+//     p99. p99-ms stays the headline; this one says how much of it that first
+//     iteration is.
 //   - calls/s: ClaimDueSchedules calls per second.
 //
 // The batch size is the sub-benchmark: 1 (the seed's LIMIT 1), 20 (1,000 / 50) and 100
@@ -98,6 +103,7 @@ func benchClaimSchedules(b *testing.B, batch int) {
 
 	var (
 		latencies []time.Duration
+		later     []time.Duration // of iterations 1 and on
 		claimed   int
 		calls     int
 		elapsed   time.Duration
@@ -153,6 +159,9 @@ func benchClaimSchedules(b *testing.B, batch int) {
 			}
 			n += counts[w]
 			latencies = append(latencies, perClaimer[w]...)
+			if i > 0 {
+				later = append(later, perClaimer[w]...)
+			}
 			calls += len(perClaimer[w])
 		}
 		if n != benchSchedules {
@@ -163,12 +172,16 @@ func benchClaimSchedules(b *testing.B, batch int) {
 	}
 	b.StopTimer()
 	slices.Sort(latencies)
-	pct := func(p float64) float64 {
-		return float64(latencies[int(p*float64(len(latencies)-1))]) / float64(time.Millisecond)
+	slices.Sort(later)
+	pct := func(l []time.Duration, p float64) float64 {
+		return float64(l[int(p*float64(len(l)-1))]) / float64(time.Millisecond)
 	}
 	b.ReportMetric(float64(claimed)/elapsed.Seconds(), "claims/s")
 	b.ReportMetric(float64(calls)/elapsed.Seconds(), "calls/s")
-	b.ReportMetric(pct(0.50), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(pct(latencies, 0.50), "p50-ms")
+	b.ReportMetric(pct(latencies, 0.99), "p99-ms")
+	if len(later) > 0 {
+		b.ReportMetric(pct(later, 0.99), "p99-later-ms")
+	}
 	b.ReportMetric(0, "ns/op") // an iteration is 1,000 claims; the rates above are the result
 }

@@ -17,6 +17,16 @@
 -- work at once without meeting (at batch 1 each commit waits for its WAL flush, so
 -- throughput there grows with the claimers that work at once).
 --
+-- Slots: a claim works only while it holds one of {{slots}} slots (advisory locks
+-- (1919906913, {{stripes}} + slot), after the stripes' keys, tried from this
+-- connection's own slot on, without waiting); with every slot held it returns at once,
+-- before any stripe. {{slots}} is scheduleClaimSlots (schedules.go): the claims in
+-- flight together lock at most about 200 schedules (2 claims at batch 100, 10 at 20,
+-- 200 at batch 1). Claims beyond that only queued for the CPU beside the others and
+-- each lasted as long as all of them (BenchmarkClaimSchedules, batch 100: ten claims of
+-- 100 at once, each as long as the whole pass); small batches keep the claimers that
+-- group their commits' flushes. The EXISTS is a one-time filter above the walk.
+--
 -- Two statements, not one: a claim that finds nothing (most claims of a pass beside
 -- other claimers) never plans or runs step 2, whose plan is what PostgreSQL rebuilds on
 -- every connection after an ANALYZE of rota.schedules or rota.tasks. The limit is written
@@ -33,5 +43,7 @@ FROM (
                   LIMIT {{limit}}
                   FOR UPDATE SKIP LOCKED) s
     WHERE pg_try_advisory_xact_lock(1919906913, (g.i + pg_backend_pid()) % {{stripes}}) -- 'rota', stripe
+      AND EXISTS (SELECT FROM generate_series(0, {{slots}} - 1) AS k (i)
+                  WHERE pg_try_advisory_xact_lock(1919906913, {{stripes}} + (k.i + pg_backend_pid()) % {{slots}}))
     LIMIT {{limit}}
 ) d
