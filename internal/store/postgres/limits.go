@@ -2,10 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -18,11 +20,19 @@ import (
 // under the queue's lock and takes the groups in turn.
 
 // rota.claim_limited is one function per status claimed from (migration 0022: the
-// status is a literal in its statements, whose plans are made once per session).
+// status is a literal in its statements, whose plans are made once per session). Its
+// last argument (migration 0036) serialises a claim of a concurrency-only queue from its
+// start, under the queue's lock, instead of taking the lock last.
 const (
-	sqlClaimLimitedPending  = `SELECT * FROM rota.claim_limited_pending($1, $2, $3, $4, $5)`
-	sqlClaimLimitedEnqueued = `SELECT * FROM rota.claim_limited_enqueued($1, $2, $3, $4, $5)`
+	sqlClaimLimitedPending  = `SELECT * FROM rota.claim_limited_pending($1, $2, $3, $4, $5, $6)`
+	sqlClaimLimitedEnqueued = `SELECT * FROM rota.claim_limited_enqueued($1, $2, $3, $4, $5, $6)`
 )
+
+// sqlStateClaimRaced is rota.claim_limited's error when a claim of a concurrency-only
+// queue, counting again under the queue's lock, found that concurrent claims had taken
+// the room it counted on without the lock (migration 0036): it wrote nothing, and is run
+// again serialised.
+const sqlStateClaimRaced = "RT409"
 
 // claimLimited claims through rota.claim_limited and fills params.Report from its
 // report row (the row whose task columns are NULL).
@@ -38,12 +48,22 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 	if params.From == store.StatusPending {
 		sql = sqlClaimLimitedPending
 	}
-	rows, err := s.pool.Query(ctx, sql, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration, ids)
-	if err != nil {
-		return nil, translate("claim tasks", err)
+	run := func(serialise bool) ([]*store.Task, store.ClaimReport, error) {
+		var report store.ClaimReport
+		rows, err := s.pool.Query(ctx, sql, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration, ids, serialise)
+		if err != nil {
+			return nil, report, err
+		}
+		tasks, err := collectLimitedClaim(rows, &report)
+		return tasks, report, err
 	}
-	var report store.ClaimReport
-	tasks, err := collectLimitedClaim(rows, &report)
+	tasks, report, err := run(s.flowControlled.contended(queue))
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == sqlStateClaimRaced {
+		// Claims of other workers meet this one's at the queue's limit: claim serialised,
+		// now and for a while, rather than fail again.
+		s.flowControlled.markContended(queue)
+		tasks, report, err = run(true)
+	}
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
@@ -63,8 +83,23 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 // are gone claims through the plain statement again at most this long after.
 const flowControlRecheck = time.Second
 
-// flowControlledQueues remembers the queues recently found flow controlled.
-type flowControlledQueues struct{ until sync.Map } // queue -> time.Time
+// flowControlledQueues remembers the queues recently found flow controlled, and those
+// whose claims recently raced at a concurrency limit (sqlStateClaimRaced).
+type flowControlledQueues struct {
+	until          sync.Map // queue -> time.Time
+	contendedUntil sync.Map // queue -> time.Time
+}
+
+// contended reports whether a claim of the queue raced at its concurrency limit within
+// flowControlRecheck: its claims are serialised from their start meanwhile.
+func (f *flowControlledQueues) contended(queue string) bool {
+	until, ok := f.contendedUntil.Load(queue)
+	return ok && time.Now().Before(until.(time.Time))
+}
+
+func (f *flowControlledQueues) markContended(queue string) {
+	f.contendedUntil.Store(queue, time.Now().Add(flowControlRecheck))
+}
 
 func (f *flowControlledQueues) recently(queue string) bool {
 	until, ok := f.until.Load(queue)

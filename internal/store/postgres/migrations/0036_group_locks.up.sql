@@ -20,8 +20,20 @@
 -- for a group. A collision makes two claims wait for or skip each other needlessly;
 -- never one count less.
 
+--
+-- A queue whose only limit is concurrency: a walk claim counts without a lock (a guess),
+-- takes its tasks and writes them PROCESSING, then takes the queue's advisory lock
+-- (exclusively) and counts again, its own tasks included; beyond the limit it fails as a
+-- whole (SQLSTATE RT409) and ClaimTasks claims again serialised from the start
+-- (p_serialise, internal/store/postgres/limits.go). The lock is then held from the last
+-- count through the commit only, so one claim's walk and UPDATE overlap the commit of
+-- the claim before it. Claims by id lock their tasks before the queue, as such a walk
+-- does, so the two never wait for each other in a circle.
+
 DROP FUNCTION rota.claim_turns_pending(text, smallint, text, text, integer, integer, interval, integer, text[], timestamptz);
 DROP FUNCTION rota.claim_turns_enqueued(text, smallint, text, text, integer, integer, interval, integer, text[], timestamptz);
+DROP FUNCTION rota.claim_limited_pending(text, integer, text, interval, uuid[]);
+DROP FUNCTION rota.claim_limited_enqueued(text, integer, text, interval, uuid[]);
 
 -- One round's turns for rota.claim_limited's fair walk (rota.claim_turns_pending and
 -- _enqueued: one function per status, made from one text as claim_limited is below), as
@@ -124,8 +136,8 @@ DECLARE
 BEGIN
 FOREACH v_status IN ARRAY ARRAY['PENDING', 'ENQUEUED'] LOOP
 EXECUTE replace(replace($fn$
-CREATE OR REPLACE FUNCTION rota.claim_limited_{{name}}(p_queue text, p_limit integer, p_worker text,
-    p_lease interval, p_ids uuid[])
+CREATE FUNCTION rota.claim_limited_{{name}}(p_queue text, p_limit integer, p_worker text,
+    p_lease interval, p_ids uuid[], p_serialise boolean)
 RETURNS TABLE (held text, retry_ms double precision,
     id uuid, queue text, kind text, payload jsonb, status text, priority smallint,
     scheduled_for timestamptz, attempt_count integer, max_attempts integer,
@@ -141,6 +153,7 @@ DECLARE
     s rota.queues;
     v_limited boolean := false;
     v_glock boolean := false;   -- a group-only walk: group locks instead of the queue's
+    v_optimistic boolean := false; -- a concurrency-only walk: the queue's lock taken last
     v_gids uuid[] := '{}';      -- the grouped tasks taken (v_tg holds their groups)
     v_drop uuid[];              -- taken beyond a group's limit, given back
     v_rates boolean := false;
@@ -189,6 +202,13 @@ DECLARE
     r record;
     gr record;
 BEGIN
+    IF p_ids IS NOT NULL THEN
+        -- A claim by id locks its tasks (waiting, in id order) before the queue, as a
+        -- concurrency-only walk does (below): neither waits for a task while holding the
+        -- queue's lock, so the two never wait for each other.
+        PERFORM 1 FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u (id) ORDER BY u.id) AS want
+        CROSS JOIN LATERAL (SELECT t.id FROM rota.tasks t WHERE t.id = want.id LIMIT 1 FOR UPDATE) AS t;
+    END IF;
     -- A limited queue's row is locked at once (one statement): the claim waits for the
     -- queue's other claims, and reads the settings as they are once they are done (a
     -- change committed meanwhile is in force for it: the row is read again after the
@@ -206,9 +226,12 @@ BEGIN
     INTO r
     FROM rota.queues q
     WHERE q.name = p_queue AND NOT q.paused
-      AND (q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL OR q.group_rate_limit IS NOT NULL
-           -- group_concurrency alone: only a claim by id is serialised
-           OR (q.group_concurrency IS NOT NULL AND p_ids IS NOT NULL))
+      AND (q.rate_limit IS NOT NULL OR q.group_rate_limit IS NOT NULL
+           OR (q.concurrency IS NOT NULL AND q.group_concurrency IS NOT NULL)
+           -- concurrency alone, or group_concurrency alone: only a claim by id, or one
+           -- told to (p_serialise), is serialised from its start
+           OR ((q.concurrency IS NOT NULL OR q.group_concurrency IS NOT NULL)
+               AND (p_ids IS NOT NULL OR p_serialise)))
     FOR NO KEY UPDATE OF q;
     IF FOUND THEN
         s := r.settings;
@@ -246,13 +269,21 @@ BEGIN
             v_limited := true;
             v_glock := true;
             v_now := clock_timestamp();
+        ELSIF p_ids IS NULL AND s.concurrency IS NOT NULL AND s.group_concurrency IS NULL
+              AND s.rate_limit IS NULL AND s.group_rate_limit IS NULL THEN
+            -- A concurrency-only walk: counts and claims without the queue's lock, then
+            -- takes it and counts again (after the claim's UPDATE, below).
+            v_limited := true;
+            v_optimistic := true;
+            v_now := clock_timestamp();
         END IF;
     END IF;
     v_gfull := CASE WHEN s.group_concurrency IS NOT NULL THEN 'group_concurrency' ELSE 'group_rate' END;
     v_rates := v_limited AND (s.rate_limit IS NOT NULL OR s.group_rate_limit IS NOT NULL);
 
     IF v_limited AND s.concurrency IS NOT NULL THEN
-        -- tasks_running: never more entries than the limit read.
+        -- tasks_running: never more entries than the limit read. For a concurrency-only
+        -- walk (v_optimistic) a guess: it is counted again under the lock.
         SELECT count(*) INTO v_n FROM (
             SELECT 1 FROM rota.tasks t WHERE t.status = 'PROCESSING' AND t.queue = p_queue
             ORDER BY t.queue, t.group_key -- tasks_running's order: never a scan
@@ -555,6 +586,27 @@ BEGIN
            END
     FROM claimed c
     ORDER BY c.priority DESC, c.scheduled_for, c.id;
+
+    IF v_optimistic AND cardinality(v_ids) > 0 THEN
+        -- The claim's tasks are PROCESSING (not yet committed): take the queue's lock,
+        -- which every other limited claim of the queue holds until it commits, and count
+        -- again, in a statement whose snapshot sees every such claim committed before the
+        -- lock was granted, and this claim's own tasks. Beyond the limit (another claim
+        -- took the room guessed above), the claim fails as a whole, rolling back, and
+        -- ClaimTasks claims again serialised from its start (p_serialise): rare when one
+        -- worker claims for the slots whose outcomes are written (internal/runtime,
+        -- roomForClaim). The lock is held from here through the commit, not from the
+        -- claim's start: a claim's walk and UPDATE overlap the previous claim's commit.
+        PERFORM pg_advisory_xact_lock(hashtextextended(p_queue, 1));
+        SELECT count(*) INTO v_n FROM (
+            SELECT 1 FROM rota.tasks t WHERE t.status = 'PROCESSING' AND t.queue = p_queue
+            ORDER BY t.queue, t.group_key -- tasks_running's order: never a scan
+            LIMIT s.concurrency + 1) x;
+        IF v_n > s.concurrency THEN
+            RAISE EXCEPTION 'rota: queue % is at its concurrency limit (a concurrent claim)', p_queue
+                USING ERRCODE = 'RT409';
+        END IF;
+    END IF;
 
     IF cardinality(v_ids) < p_limit AND (v_cut IS NOT NULL OR v_gheld IS NOT NULL) THEN
         held := coalesce(v_cut, v_gheld);
