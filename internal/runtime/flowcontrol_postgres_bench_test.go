@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,15 +37,24 @@ const flowBacklog = 20_000
 // Run with
 //
 //	go test -run '^$' -bench DrainFlowControlPostgres -benchtime 3x ./internal/runtime/
+//
+// ROTA_FLOW_BENCH_ONLY (say "concurrency" or "groups") drains only unlimited and that
+// variant, to look at one with pg_stat_activity or pprof.
 func BenchmarkDrainFlowControlPostgres(b *testing.B) {
-	variants := []struct {
+	type variant struct {
 		queue  string
 		patch  *store.QueuePatch
 		groups int
-	}{
+	}
+	variants := []variant{
 		{"unlimited", nil, 0},
 		{"concurrency", &store.QueuePatch{Concurrency: &store.Change[int]{To: new(runtime.DefaultConcurrency)}}, 0},
 		{"groups", &store.QueuePatch{GroupConcurrency: &store.Change[int]{To: new(10)}}, 1000},
+	}
+	if only := os.Getenv("ROTA_FLOW_BENCH_ONLY"); only != "" {
+		variants = slices.DeleteFunc(variants, func(v variant) bool {
+			return v.queue != "unlimited" && v.queue != only
+		})
 	}
 	pool := pgtest.NewPoolConns(b, 16)
 	st := postgres.New(pool)
