@@ -111,6 +111,10 @@ func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 	for j, v := range variants {
 		b.ReportMetric(rate(j), v.queue+"-tasks/s")
 		b.ReportMetric(float64(obs[j].held.Load())/float64(b.N), v.queue+"-held/drain")
+		if claims := obs[j].claims.Load(); claims > 0 {
+			b.ReportMetric(float64(claims)/float64(b.N), v.queue+"-claims/drain")
+			b.ReportMetric(float64(obs[j].claimTime.Load())/float64(claims)/1e6, v.queue+"-ms/claim")
+		}
 		if j > 0 {
 			b.ReportMetric(rate(j)/rate(0), v.queue+"/unlimited")
 		}
@@ -141,10 +145,18 @@ func fillGroupedBacklog(b *testing.B, pool *pgxpool.Pool, st store.Store, queue 
 	}
 }
 
-// claimCounter counts a worker's claims held back by a queue setting.
+// claimCounter counts a worker's claims, their time (the store's call, lock waits
+// included) and those held back by a queue setting.
 type claimCounter struct {
 	runtime.NopObserver
-	held atomic.Int64
+	held      atomic.Int64
+	claims    atomic.Int64
+	claimTime atomic.Int64 // nanoseconds
 }
 
 func (c *claimCounter) ClaimHeldBack(string, store.HoldBack) { c.held.Add(1) }
+
+func (c *claimCounter) ClaimDone(_ string, _ int, took time.Duration, _ error) {
+	c.claims.Add(1)
+	c.claimTime.Add(int64(took))
+}
