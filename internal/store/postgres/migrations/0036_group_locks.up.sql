@@ -209,74 +209,62 @@ BEGIN
         PERFORM 1 FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u (id) ORDER BY u.id) AS want
         CROSS JOIN LATERAL (SELECT t.id FROM rota.tasks t WHERE t.id = want.id LIMIT 1 FOR UPDATE) AS t;
     END IF;
-    -- A limited queue's row is locked at once (one statement): the claim waits for the
-    -- queue's other claims, and reads the settings as they are once they are done (a
-    -- change committed meanwhile is in force for it: the row is read again after the
-    -- wait, and if it no longer has limits it is not locked). The same statement looks
-    -- whether the queue has grouped tasks (fairness; not a count a limit relies on).
+    -- The settings, read without a lock, with whether the queue has grouped tasks
+    -- (fairness; not a count a limit relies on) and the fair turn's cursor: one
+    -- statement.
     SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = {{status}} AND t.queue = p_queue
                                   AND t.group_key IS NOT NULL
                                   -- tasks_fair_*'s order: one probe of it, never a scan of
                                   -- the table (EXISTS would drop the ORDER BY, and the
                                   -- planner likes a scan when many tasks are grouped).
                                   ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped,
-           -- The fair turn's cursor (fairness: read with the settings, one statement).
            (SELECT c.group_key FROM rota.queue_cursors c WHERE c.queue = p_queue) AS cursor,
            (SELECT true FROM rota.queue_cursors c WHERE c.queue = p_queue) AS has_cursor
     INTO r
-    FROM rota.queues q
-    WHERE q.name = p_queue AND NOT q.paused
-      AND (q.rate_limit IS NOT NULL OR q.group_rate_limit IS NOT NULL
-           OR (q.concurrency IS NOT NULL AND q.group_concurrency IS NOT NULL)
-           -- concurrency alone, or group_concurrency alone: only a claim by id, or one
-           -- told to (p_serialise), is serialised from its start
-           OR ((q.concurrency IS NOT NULL OR q.group_concurrency IS NOT NULL)
-               AND (p_ids IS NOT NULL OR p_serialise)))
-    FOR NO KEY UPDATE OF q;
-    IF FOUND THEN
-        s := r.settings;
-        v_grouped := r.grouped;
-        v_start := r.cursor;
-        v_has_cursor := r.has_cursor IS NOT NULL;
+    FROM (SELECT 1) one LEFT JOIN rota.queues q ON q.name = p_queue;
+    s := r.settings;
+    v_grouped := r.grouped;
+    v_start := r.cursor;
+    v_has_cursor := r.has_cursor IS NOT NULL;
+    IF s.paused THEN
+        held := 'paused';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    IF p_ids IS NULL AND NOT p_serialise AND s.rate_limit IS NULL AND s.group_rate_limit IS NULL
+       AND (s.concurrency IS NULL) <> (s.group_concurrency IS NULL) THEN
+        -- A walk of a queue whose only limit is group_concurrency or concurrency: no row
+        -- lock (see the top of this file).
         v_limited := true;
-        -- Wait for the group-only walks in flight (they hold it shared): their claims
-        -- are committed, and counted below, before this claim counts anything.
-        PERFORM pg_advisory_xact_lock(hashtextextended(p_queue, 1));
+        IF s.group_concurrency IS NOT NULL THEN
+            -- Overlaps other such walks, never a serialised claim (which holds this
+            -- lock exclusively); the groups' locks are taken by the walk.
+            PERFORM pg_advisory_xact_lock_shared(hashtextextended(p_queue, 1));
+            v_glock := true;
+        ELSE
+            -- Counts and claims without the queue's lock, then takes it and counts
+            -- again (after the claim's UPDATE, below).
+            v_optimistic := true;
+        END IF;
         v_now := clock_timestamp();
-    ELSE
-        -- Paused, no limits, or no settings: nothing to serialise.
-        SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = {{status}} AND t.queue = p_queue
-                                      AND t.group_key IS NOT NULL
-                                      ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped,
-               (SELECT c.group_key FROM rota.queue_cursors c WHERE c.queue = p_queue) AS cursor,
-               (SELECT true FROM rota.queue_cursors c WHERE c.queue = p_queue) AS has_cursor
-        INTO r
-        FROM (SELECT 1) one LEFT JOIN rota.queues q ON q.name = p_queue;
-        s := r.settings;
-        v_grouped := r.grouped;
-        v_start := r.cursor;
-        v_has_cursor := r.has_cursor IS NOT NULL;
+    ELSIF s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
+          OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL THEN
+        -- Serialised: the row is locked, so the claim waits for the queue's other
+        -- serialised claims, and the settings are read again as they are once those are
+        -- done (a change committed meanwhile is in force for this claim).
+        SELECT q.* INTO s FROM rota.queues q WHERE q.name = p_queue FOR NO KEY UPDATE;
         IF s.paused THEN
             held := 'paused';
             RETURN NEXT;
             RETURN;
         END IF;
-        IF p_ids IS NULL AND s.group_concurrency IS NOT NULL AND s.concurrency IS NULL
-           AND s.rate_limit IS NULL AND s.group_rate_limit IS NULL THEN
-            -- A group-only walk: overlaps other such walks, never a serialised claim,
-            -- which holds this lock exclusively.
-            PERFORM pg_advisory_xact_lock_shared(hashtextextended(p_queue, 1));
-            v_limited := true;
-            v_glock := true;
-            v_now := clock_timestamp();
-        ELSIF p_ids IS NULL AND s.concurrency IS NOT NULL AND s.group_concurrency IS NULL
-              AND s.rate_limit IS NULL AND s.group_rate_limit IS NULL THEN
-            -- A concurrency-only walk: counts and claims without the queue's lock, then
-            -- takes it and counts again (after the claim's UPDATE, below).
-            v_limited := true;
-            v_optimistic := true;
-            v_now := clock_timestamp();
-        END IF;
+        v_limited := s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
+                     OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL;
+        -- Wait for the walks without a row lock in flight (they hold it shared, or, past
+        -- their UPDATE, exclusively): their claims are committed, and counted below,
+        -- before this claim counts anything.
+        PERFORM pg_advisory_xact_lock(hashtextextended(p_queue, 1));
+        v_now := clock_timestamp();
     END IF;
     v_gfull := CASE WHEN s.group_concurrency IS NOT NULL THEN 'group_concurrency' ELSE 'group_rate' END;
     v_rates := v_limited AND (s.rate_limit IS NOT NULL OR s.group_rate_limit IS NOT NULL);
