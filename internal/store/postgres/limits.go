@@ -59,9 +59,9 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 	}
 	tasks, report, err := run(s.flowControlled.contended(queue))
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == sqlStateClaimRaced {
-		// Claims of other workers meet this one's at the queue's limit: claim serialised,
-		// now and for a while, rather than fail again.
-		s.flowControlled.markContended(queue)
+		// Another claim took the room this one counted on: claim again serialised (and,
+		// when claims race again soon, serialise them for a while).
+		s.flowControlled.raced(queue)
 		tasks, report, err = run(true)
 	}
 	if err != nil {
@@ -84,21 +84,29 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 const flowControlRecheck = time.Second
 
 // flowControlledQueues remembers the queues recently found flow controlled, and those
-// whose claims recently raced at a concurrency limit (sqlStateClaimRaced).
+// whose claims race at a concurrency limit (sqlStateClaimRaced).
 type flowControlledQueues struct {
 	until          sync.Map // queue -> time.Time
+	lastRace       sync.Map // queue -> time.Time
 	contendedUntil sync.Map // queue -> time.Time
 }
 
-// contended reports whether a claim of the queue raced at its concurrency limit within
-// flowControlRecheck: its claims are serialised from their start meanwhile.
+// contended reports whether the queue's claims are serialised from their start for a
+// while, after racing twice within flowControlRecheck (claims of several workers at one
+// limit). A single race is expected now and then: a worker claims for every free slot
+// until a claim of the queue is held back again (internal/runtime, roomForClaim), and
+// its two claiming loops may then count the same room.
 func (f *flowControlledQueues) contended(queue string) bool {
 	until, ok := f.contendedUntil.Load(queue)
 	return ok && time.Now().Before(until.(time.Time))
 }
 
-func (f *flowControlledQueues) markContended(queue string) {
-	f.contendedUntil.Store(queue, time.Now().Add(flowControlRecheck))
+// raced notes that a claim of the queue raced.
+func (f *flowControlledQueues) raced(queue string) {
+	now := time.Now()
+	if last, ok := f.lastRace.Swap(queue, now); ok && now.Sub(last.(time.Time)) < flowControlRecheck {
+		f.contendedUntil.Store(queue, now.Add(flowControlRecheck))
+	}
 }
 
 func (f *flowControlledQueues) recently(queue string) bool {

@@ -1,34 +1,36 @@
 -- Limited claims that overlap (issue #14's cost target, docs/performance.md "Flow control
 -- (session 9)", docs/architecture.md "Flow control in the claim"). Under 0022 every claim
--- of a queue with a limit held the queue's row lock until it committed, WAL flush
--- included, so a worker's claiming loops took turns. A queue whose only limit is
--- group_concurrency now takes no row lock: a walk claim locks each group it takes a
--- task of (a transaction-level advisory lock, tried, never waited for: a group another
--- claim holds is skipped like a locked task) and, once every lock is held, counts the
--- taken groups' running tasks again in a statement of its own, whose snapshot sees every
--- claim of those groups committed before the locks were granted; tasks beyond a group's
--- limit are given back before the claim writes anything.
+-- of a queue with a limit held the queue's row lock from its first statement until it
+-- committed, WAL flush included, so a worker's claiming loops took turns. Now:
 --
--- Claims of other limited queues (concurrency, rate, group_rate, and claims by id) keep
--- the row lock, and also hold the queue's advisory lock exclusively, while a group-only
--- walk holds it shared: the two kinds never overlap, so no claim counts a group while a
--- claim of the other kind that it cannot see is taking tasks of it (a settings change
--- while claims run).
+-- * A queue whose only limit is group_concurrency: a walk takes no row lock. It locks
+--   each group it takes a task of (a transaction-level advisory lock, tried, never
+--   waited for: a group another claim holds is skipped like a locked task) and, once
+--   every lock is held, counts the taken groups' running tasks again in a statement of
+--   its own, whose snapshot sees every claim of those groups committed before the locks
+--   were granted; tasks beyond a group's limit are given back before the claim writes
+--   anything.
+-- * A queue whose only limit is concurrency: a walk counts without a lock (a guess),
+--   takes its tasks and writes them PROCESSING, then takes the queue's advisory lock
+--   (exclusively) and counts again, its own tasks included; beyond the limit it fails as
+--   a whole (SQLSTATE RT409) and ClaimTasks claims again serialised from the start
+--   (p_serialise, internal/store/postgres/limits.go). The lock is held from that count
+--   through the commit only, so one claim's walk and UPDATE overlap the commit of the
+--   claim before it.
+-- * Every other limited claim (rates, both concurrency limits together, claims by id,
+--   p_serialise) locks the row as before, then the queue's advisory lock exclusively,
+--   which a group-only walk holds shared: no claim counts under the queue's lock while a
+--   claim it cannot see is taking tasks under the other scheme (a settings change while
+--   claims run).
+-- * The settings are read once, without a lock; only a serialised claim then locks the
+--   row (and reads it again). Claims by id lock their tasks (waiting, in id order)
+--   before anything of the queue, as a concurrency-only walk does, so no claim waits for
+--   a task while holding the queue's lock.
 --
 -- Advisory lock keys (one 64-bit space, beside migrate.go's and the tests' constants):
 -- hashtextextended(queue, 1) for the queue, hashtextextended(queue || chr(31) || group, 0)
 -- for a group. A collision makes two claims wait for or skip each other needlessly;
 -- never one count less.
-
---
--- A queue whose only limit is concurrency: a walk claim counts without a lock (a guess),
--- takes its tasks and writes them PROCESSING, then takes the queue's advisory lock
--- (exclusively) and counts again, its own tasks included; beyond the limit it fails as a
--- whole (SQLSTATE RT409) and ClaimTasks claims again serialised from the start
--- (p_serialise, internal/store/postgres/limits.go). The lock is then held from the last
--- count through the commit only, so one claim's walk and UPDATE overlap the commit of
--- the claim before it. Claims by id lock their tasks before the queue, as such a walk
--- does, so the two never wait for each other in a circle.
 
 DROP FUNCTION rota.claim_turns_pending(text, smallint, text, text, integer, integer, interval, integer, text[], timestamptz);
 DROP FUNCTION rota.claim_turns_enqueued(text, smallint, text, text, integer, integer, interval, integer, text[], timestamptz);
