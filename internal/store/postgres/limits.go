@@ -2,12 +2,10 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/rotaqueue/rota/internal/store"
@@ -20,19 +18,11 @@ import (
 // under the queue's lock and takes the groups in turn.
 
 // rota.claim_limited is one function per status claimed from (migration 0022: the
-// status is a literal in its statements, whose plans are made once per session). Its
-// last argument (migration 0036) serialises a claim of a concurrency-only queue from its
-// start, under the queue's lock, instead of taking the lock last.
+// status is a literal in its statements, whose plans are made once per session).
 const (
-	sqlClaimLimitedPending  = `SELECT * FROM rota.claim_limited_pending($1, $2, $3, $4, $5, $6)`
-	sqlClaimLimitedEnqueued = `SELECT * FROM rota.claim_limited_enqueued($1, $2, $3, $4, $5, $6)`
+	sqlClaimLimitedPending  = `SELECT * FROM rota.claim_limited_pending($1, $2, $3, $4, $5)`
+	sqlClaimLimitedEnqueued = `SELECT * FROM rota.claim_limited_enqueued($1, $2, $3, $4, $5)`
 )
-
-// sqlStateClaimRaced is rota.claim_limited's error when a claim of a concurrency-only
-// queue, counting again under the queue's lock, found that concurrent claims had taken
-// the room it counted on without the lock (migration 0036): it wrote nothing, and is run
-// again serialised.
-const sqlStateClaimRaced = "RT409"
 
 // claimLimited claims through rota.claim_limited and fills params.Report from its
 // report row (the row whose task columns are NULL).
@@ -48,22 +38,12 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 	if params.From == store.StatusPending {
 		sql = sqlClaimLimitedPending
 	}
-	run := func(serialise bool) ([]*store.Task, store.ClaimReport, error) {
-		var report store.ClaimReport
-		rows, err := s.pool.Query(ctx, sql, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration, ids, serialise)
-		if err != nil {
-			return nil, report, err
-		}
-		tasks, err := collectLimitedClaim(rows, &report)
-		return tasks, report, err
+	rows, err := s.pool.Query(ctx, sql, planPerCall, queue, limit, params.WorkerID, params.LeaseDuration, ids)
+	if err != nil {
+		return nil, translate("claim tasks", err)
 	}
-	tasks, report, err := run(s.flowControlled.contended(queue))
-	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == sqlStateClaimRaced {
-		// Another claim took the room this one counted on: claim again serialised (and,
-		// when claims race again soon, serialise them for a while).
-		s.flowControlled.raced(queue)
-		tasks, report, err = run(true)
-	}
+	var report store.ClaimReport
+	tasks, err := collectLimitedClaim(rows, &report)
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
@@ -83,31 +63,8 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 // are gone claims through the plain statement again at most this long after.
 const flowControlRecheck = time.Second
 
-// flowControlledQueues remembers the queues recently found flow controlled, and those
-// whose claims race at a concurrency limit (sqlStateClaimRaced).
-type flowControlledQueues struct {
-	until          sync.Map // queue -> time.Time
-	lastRace       sync.Map // queue -> time.Time
-	contendedUntil sync.Map // queue -> time.Time
-}
-
-// contended reports whether the queue's claims are serialised from their start for a
-// while, after racing twice within flowControlRecheck (claims of several workers at one
-// limit). A single race is expected now and then: a worker claims for every free slot
-// until a claim of the queue is held back again (internal/runtime, roomForClaim), and
-// its two claiming loops may then count the same room.
-func (f *flowControlledQueues) contended(queue string) bool {
-	until, ok := f.contendedUntil.Load(queue)
-	return ok && time.Now().Before(until.(time.Time))
-}
-
-// raced notes that a claim of the queue raced.
-func (f *flowControlledQueues) raced(queue string) {
-	now := time.Now()
-	if last, ok := f.lastRace.Swap(queue, now); ok && now.Sub(last.(time.Time)) < flowControlRecheck {
-		f.contendedUntil.Store(queue, now.Add(flowControlRecheck))
-	}
-}
+// flowControlledQueues remembers the queues recently found flow controlled.
+type flowControlledQueues struct{ until sync.Map } // queue -> time.Time
 
 func (f *flowControlledQueues) recently(queue string) bool {
 	until, ok := f.until.Load(queue)

@@ -14,9 +14,8 @@ import (
 
 // Limited claims that overlap (migration 0036, docs/architecture.md "Flow control in the
 // claim"): a claim of a queue whose only limit is group_concurrency takes no queue lock
-// (groups another open claim holds are skipped), and a claim of a queue whose only limit
-// is concurrency takes the queue's lock last, counting again under it. Each test holds
-// one claim open in a transaction of its own and watches what a second claim does.
+// (groups another open claim holds are skipped). The test holds one claim open in a
+// transaction of its own and watches what a second claim does.
 
 // openClaim runs a poll claim of up to limit tasks of queue in a transaction it leaves
 // open (committed or rolled back by the caller) and returns how many it claimed.
@@ -29,7 +28,7 @@ func openClaim(t *testing.T, pool *pgxpool.Pool, queue string, limit int) (pgx.T
 	}
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	var n int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM rota.claim_limited_pending($1, $2, 'open', '1 minute', NULL, false)
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM rota.claim_limited_pending($1, $2, 'open', '1 minute', NULL)
 		WHERE held IS NULL`, queue, limit).Scan(&n); err != nil {
 		t.Fatalf("open claim: %v", err)
 	}
@@ -53,16 +52,6 @@ func claimAsync(st store.Store, queue string, limit int) <-chan claimResult {
 		out <- r
 	}()
 	return out
-}
-
-func processing(t *testing.T, pool *pgxpool.Pool, queue string) int {
-	t.Helper()
-	var n int
-	if err := pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM rota.tasks WHERE queue = $1 AND status = 'PROCESSING'`, queue).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 // TestGroupOnlyClaimsOverlap: while one claim of a group_concurrency-only queue is open,
@@ -104,44 +93,5 @@ func TestGroupOnlyClaimsOverlap(t *testing.T) {
 	}
 	if got := mustClaim(t, st, store.ClaimParams{Queue: queue, Limit: 10}); len(got) != 0 {
 		t.Fatalf("a claim with every group at its limit took %d tasks", len(got))
-	}
-}
-
-// TestConcurrencyClaimThatRacesIsRunAgainSerialised: a claim of a concurrency-only queue
-// that counted without the lock while another claim was open takes its tasks, waits for
-// the lock, finds the limit reached once the other commits, and is run again serialised:
-// it claims nothing and reports the limit, and no more than the limit ever runs.
-func TestConcurrencyClaimThatRacesIsRunAgainSerialised(t *testing.T) {
-	t.Parallel()
-	st, pool := newStore(t)
-	const queue, limit = "conly", 2
-	setQueue(t, st, queue, store.QueuePatch{Concurrency: intChange(limit)})
-	createN(t, st, queue, 6, noGroup)
-
-	tx, n := openClaim(t, pool, queue, limit)
-	if n != limit {
-		t.Fatalf("the open claim took %d tasks, want %d", n, limit)
-	}
-	second := claimAsync(st, queue, limit)
-	// The second claim has written its tasks (not yet committed) and waits for the lock.
-	eventually(t, 10*time.Second, "the second claim waits for the queue's lock", func() bool {
-		var waiting bool
-		err := pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'
-			  AND query LIKE '%claim_limited%')`).Scan(&waiting)
-		return err == nil && waiting
-	})
-	if err := tx.Commit(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	r := <-second
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if len(r.tasks) != 0 || r.report.HeldBack != store.HeldByConcurrency {
-		t.Fatalf("the raced claim took %d tasks, report %+v; want none, held by concurrency", len(r.tasks), r.report)
-	}
-	if got := processing(t, pool, queue); got != limit {
-		t.Fatalf("%d tasks PROCESSING, want the open claim's %d", got, limit)
 	}
 }

@@ -1,9 +1,9 @@
 -- Back to 0022's fair round (rota.claim_turns_*, without the group locks' argument) and
--- claim (rota.claim_limited_*, under the queue's row lock for every limit, without p_serialise).
+-- claim (rota.claim_limited_*, under the queue's row lock for every limit).
 DROP FUNCTION rota.claim_turns_pending(text, smallint, text, text, integer, integer, interval, integer, text[], timestamptz, boolean);
 DROP FUNCTION rota.claim_turns_enqueued(text, smallint, text, text, integer, integer, interval, integer, text[], timestamptz, boolean);
-DROP FUNCTION rota.claim_limited_pending(text, integer, text, interval, uuid[], boolean);
-DROP FUNCTION rota.claim_limited_enqueued(text, integer, text, interval, uuid[], boolean);
+DROP FUNCTION rota.claim_limited_pending(text, integer, text, interval, uuid[]);
+DROP FUNCTION rota.claim_limited_enqueued(text, integer, text, interval, uuid[]);
 
 -- One round's turns for rota.claim_limited's fair walk (rota.claim_turns_pending and
 -- _enqueued: one function per status, made from one text as claim_limited is below), as

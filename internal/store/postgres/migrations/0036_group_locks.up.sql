@@ -10,22 +10,15 @@
 --   its own, whose snapshot sees every claim of those groups committed before the locks
 --   were granted; tasks beyond a group's limit are given back before the claim writes
 --   anything.
--- * A queue whose only limit is concurrency: a walk counts without a lock (a guess),
---   takes its tasks and writes them PROCESSING, then takes the queue's advisory lock
---   (exclusively) and counts again, its own tasks included; beyond the limit it fails as
---   a whole (SQLSTATE RT409) and ClaimTasks claims again serialised from the start
---   (p_serialise, internal/store/postgres/limits.go). The lock is held from that count
---   through the commit only, so one claim's walk and UPDATE overlap the commit of the
---   claim before it.
--- * Every other limited claim (rates, both concurrency limits together, claims by id,
---   p_serialise) locks the row as before, then the queue's advisory lock exclusively,
---   which a group-only walk holds shared: no claim counts under the queue's lock while a
---   claim it cannot see is taking tasks under the other scheme (a settings change while
---   claims run).
+-- * Every other limited claim (concurrency, rates, claims by id) locks the row as
+--   before, then the queue's advisory lock exclusively, which a group-only walk holds
+--   shared: no claim counts under the queue's lock while a claim it cannot see is taking
+--   tasks under the other scheme (a settings change while claims run).
+-- * Tried and not kept (docs/performance.md "Flow control (session 9)"): a
+--   concurrency-only walk that took the queue's lock last, after its UPDATE, and counted
+--   again under it (rolling back when over the limit).
 -- * The settings are read once, without a lock; only a serialised claim then locks the
---   row (and reads it again). Claims by id lock their tasks (waiting, in id order)
---   before anything of the queue, as a concurrency-only walk does, so no claim waits for
---   a task while holding the queue's lock.
+--   row (and reads it again).
 --
 -- Advisory lock keys (one 64-bit space, beside migrate.go's and the tests' constants):
 -- hashtextextended(queue, 1) for the queue, hashtextextended(queue || chr(31) || group, 0)
@@ -34,8 +27,6 @@
 
 DROP FUNCTION rota.claim_turns_pending(text, smallint, text, text, integer, integer, interval, integer, text[], timestamptz);
 DROP FUNCTION rota.claim_turns_enqueued(text, smallint, text, text, integer, integer, interval, integer, text[], timestamptz);
-DROP FUNCTION rota.claim_limited_pending(text, integer, text, interval, uuid[]);
-DROP FUNCTION rota.claim_limited_enqueued(text, integer, text, interval, uuid[]);
 
 -- One round's turns for rota.claim_limited's fair walk (rota.claim_turns_pending and
 -- _enqueued: one function per status, made from one text as claim_limited is below), as
@@ -138,8 +129,8 @@ DECLARE
 BEGIN
 FOREACH v_status IN ARRAY ARRAY['PENDING', 'ENQUEUED'] LOOP
 EXECUTE replace(replace($fn$
-CREATE FUNCTION rota.claim_limited_{{name}}(p_queue text, p_limit integer, p_worker text,
-    p_lease interval, p_ids uuid[], p_serialise boolean)
+CREATE OR REPLACE FUNCTION rota.claim_limited_{{name}}(p_queue text, p_limit integer, p_worker text,
+    p_lease interval, p_ids uuid[])
 RETURNS TABLE (held text, retry_ms double precision,
     id uuid, queue text, kind text, payload jsonb, status text, priority smallint,
     scheduled_for timestamptz, attempt_count integer, max_attempts integer,
@@ -155,7 +146,6 @@ DECLARE
     s rota.queues;
     v_limited boolean := false;
     v_glock boolean := false;   -- a group-only walk: group locks instead of the queue's
-    v_optimistic boolean := false; -- a concurrency-only walk: the queue's lock taken last
     v_gids uuid[] := '{}';      -- the grouped tasks taken (v_tg holds their groups)
     v_drop uuid[];              -- taken beyond a group's limit, given back
     v_rates boolean := false;
@@ -204,13 +194,6 @@ DECLARE
     r record;
     gr record;
 BEGIN
-    IF p_ids IS NOT NULL THEN
-        -- A claim by id locks its tasks (waiting, in id order) before the queue, as a
-        -- concurrency-only walk does (below): neither waits for a task while holding the
-        -- queue's lock, so the two never wait for each other.
-        PERFORM 1 FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u (id) ORDER BY u.id) AS want
-        CROSS JOIN LATERAL (SELECT t.id FROM rota.tasks t WHERE t.id = want.id LIMIT 1 FOR UPDATE) AS t;
-    END IF;
     -- The settings, read without a lock, with whether the queue has grouped tasks
     -- (fairness; not a count a limit relies on) and the fair turn's cursor: one
     -- statement.
@@ -233,21 +216,14 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
-    IF p_ids IS NULL AND NOT p_serialise AND s.rate_limit IS NULL AND s.group_rate_limit IS NULL
-       AND (s.concurrency IS NULL) <> (s.group_concurrency IS NULL) THEN
-        -- A walk of a queue whose only limit is group_concurrency or concurrency: no row
-        -- lock (see the top of this file).
+    IF p_ids IS NULL AND s.group_concurrency IS NOT NULL AND s.concurrency IS NULL
+       AND s.rate_limit IS NULL AND s.group_rate_limit IS NULL THEN
+        -- A walk of a queue whose only limit is group_concurrency: no row lock (see the
+        -- top of this file). It overlaps other such walks, never a serialised claim
+        -- (which holds this lock exclusively); the groups' locks are taken by the walk.
+        PERFORM pg_advisory_xact_lock_shared(hashtextextended(p_queue, 1));
         v_limited := true;
-        IF s.group_concurrency IS NOT NULL THEN
-            -- Overlaps other such walks, never a serialised claim (which holds this
-            -- lock exclusively); the groups' locks are taken by the walk.
-            PERFORM pg_advisory_xact_lock_shared(hashtextextended(p_queue, 1));
-            v_glock := true;
-        ELSE
-            -- Counts and claims without the queue's lock, then takes it and counts
-            -- again (after the claim's UPDATE, below).
-            v_optimistic := true;
-        END IF;
+        v_glock := true;
         v_now := clock_timestamp();
     ELSIF s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
           OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL THEN
@@ -262,9 +238,8 @@ BEGIN
         END IF;
         v_limited := s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
                      OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL;
-        -- Wait for the walks without a row lock in flight (they hold it shared, or, past
-        -- their UPDATE, exclusively): their claims are committed, and counted below,
-        -- before this claim counts anything.
+        -- Wait for the group-only walks in flight (they hold it shared): their claims
+        -- are committed, and counted below, before this claim counts anything.
         PERFORM pg_advisory_xact_lock(hashtextextended(p_queue, 1));
         v_now := clock_timestamp();
     END IF;
@@ -272,8 +247,7 @@ BEGIN
     v_rates := v_limited AND (s.rate_limit IS NOT NULL OR s.group_rate_limit IS NOT NULL);
 
     IF v_limited AND s.concurrency IS NOT NULL THEN
-        -- tasks_running: never more entries than the limit read. For a concurrency-only
-        -- walk (v_optimistic) a guess: it is counted again under the lock.
+        -- tasks_running: never more entries than the limit read.
         SELECT count(*) INTO v_n FROM (
             SELECT 1 FROM rota.tasks t WHERE t.status = 'PROCESSING' AND t.queue = p_queue
             ORDER BY t.queue, t.group_key -- tasks_running's order: never a scan
@@ -576,27 +550,6 @@ BEGIN
            END
     FROM claimed c
     ORDER BY c.priority DESC, c.scheduled_for, c.id;
-
-    IF v_optimistic AND cardinality(v_ids) > 0 THEN
-        -- The claim's tasks are PROCESSING (not yet committed): take the queue's lock,
-        -- which every other limited claim of the queue holds until it commits, and count
-        -- again, in a statement whose snapshot sees every such claim committed before the
-        -- lock was granted, and this claim's own tasks. Beyond the limit (another claim
-        -- took the room guessed above), the claim fails as a whole, rolling back, and
-        -- ClaimTasks claims again serialised from its start (p_serialise): rare when one
-        -- worker claims for the slots whose outcomes are written (internal/runtime,
-        -- roomForClaim). The lock is held from here through the commit, not from the
-        -- claim's start: a claim's walk and UPDATE overlap the previous claim's commit.
-        PERFORM pg_advisory_xact_lock(hashtextextended(p_queue, 1));
-        SELECT count(*) INTO v_n FROM (
-            SELECT 1 FROM rota.tasks t WHERE t.status = 'PROCESSING' AND t.queue = p_queue
-            ORDER BY t.queue, t.group_key -- tasks_running's order: never a scan
-            LIMIT s.concurrency + 1) x;
-        IF v_n > s.concurrency THEN
-            RAISE EXCEPTION 'rota: queue % is at its concurrency limit (a concurrent claim)', p_queue
-                USING ERRCODE = 'RT409';
-        END IF;
-    END IF;
 
     IF cardinality(v_ids) < p_limit AND (v_cut IS NOT NULL OR v_gheld IS NOT NULL) THEN
         held := coalesce(v_cut, v_gheld);
