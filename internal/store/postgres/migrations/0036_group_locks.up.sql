@@ -17,8 +17,6 @@
 -- * Tried and not kept (docs/performance.md "Flow control (session 9)"): a
 --   concurrency-only walk that took the queue's lock last, after its UPDATE, and counted
 --   again under it (rolling back when over the limit).
--- * The settings are read once, without a lock; only a serialised claim then locks the
---   row (and reads it again).
 --
 -- Advisory lock keys (one 64-bit space, beside migrate.go's and the tests' constants):
 -- hashtextextended(queue, 1) for the queue, hashtextextended(queue || chr(31) || group, 0)
@@ -194,9 +192,14 @@ DECLARE
     r record;
     gr record;
 BEGIN
-    -- The settings, read without a lock, with whether the queue has grouped tasks
-    -- (fairness; not a count a limit relies on) and the fair turn's cursor: one
-    -- statement.
+    -- A serialised claim locks the queue's advisory lock (exclusively: it waits for the
+    -- group-only walks in flight, which hold it shared, so their claims are committed,
+    -- and counted below, before this claim counts anything) and then its row at once
+    -- (one statement): the claim waits for the queue's other claims, and reads the
+    -- settings as they are once they are done (a change committed meanwhile is in force
+    -- for it: the row is read again after the wait, and if it no longer has such limits
+    -- it is not locked). The same statement looks whether the queue has grouped tasks
+    -- (fairness; not a count a limit relies on) and reads the fair turn's cursor.
     SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = {{status}} AND t.queue = p_queue
                                   AND t.group_key IS NOT NULL
                                   -- tasks_fair_*'s order: one probe of it, never a scan of
@@ -204,44 +207,54 @@ BEGIN
                                   -- planner likes a scan when many tasks are grouped).
                                   ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped,
            (SELECT c.group_key FROM rota.queue_cursors c WHERE c.queue = p_queue) AS cursor,
-           (SELECT true FROM rota.queue_cursors c WHERE c.queue = p_queue) AS has_cursor
+           (SELECT true FROM rota.queue_cursors c WHERE c.queue = p_queue) AS has_cursor,
+           -- computed for the row found, before its lock (taken in this order by every
+           -- serialised claim; a group-only walk never waits for the row)
+           pg_advisory_xact_lock(hashtextextended(p_queue, 1)) AS queue_lock
     INTO r
-    FROM (SELECT 1) one LEFT JOIN rota.queues q ON q.name = p_queue;
-    s := r.settings;
-    v_grouped := r.grouped;
-    v_start := r.cursor;
-    v_has_cursor := r.has_cursor IS NOT NULL;
-    IF s.paused THEN
-        held := 'paused';
-        RETURN NEXT;
-        RETURN;
-    END IF;
-    IF p_ids IS NULL AND s.group_concurrency IS NOT NULL AND s.concurrency IS NULL
-       AND s.rate_limit IS NULL AND s.group_rate_limit IS NULL THEN
-        -- A walk of a queue whose only limit is group_concurrency: no row lock (see the
-        -- top of this file). It overlaps other such walks, never a serialised claim
-        -- (which holds this lock exclusively); the groups' locks are taken by the walk.
-        PERFORM pg_advisory_xact_lock_shared(hashtextextended(p_queue, 1));
+    FROM rota.queues q
+    WHERE q.name = p_queue AND NOT q.paused
+      AND (q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL OR q.group_rate_limit IS NOT NULL
+           -- group_concurrency alone: only a claim by id is serialised
+           OR (q.group_concurrency IS NOT NULL AND p_ids IS NOT NULL))
+    FOR NO KEY UPDATE OF q;
+    IF FOUND THEN
+        s := r.settings;
+        v_grouped := r.grouped;
+        v_start := r.cursor;
+        v_has_cursor := r.has_cursor IS NOT NULL;
         v_limited := true;
-        v_glock := true;
         v_now := clock_timestamp();
-    ELSIF s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
-          OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL THEN
-        -- Serialised: the row is locked, so the claim waits for the queue's other
-        -- serialised claims, and the settings are read again as they are once those are
-        -- done (a change committed meanwhile is in force for this claim).
-        SELECT q.* INTO s FROM rota.queues q WHERE q.name = p_queue FOR NO KEY UPDATE;
+    ELSE
+        -- Paused, no limits, no settings, or a walk whose only limit is
+        -- group_concurrency: no row lock. Such a walk (see the top of this file) holds
+        -- the queue's advisory lock shared, taken in this statement: it overlaps other
+        -- such walks, never a serialised claim; the groups' locks are taken by the walk.
+        SELECT q AS settings, (SELECT true FROM rota.tasks t WHERE t.status = {{status}} AND t.queue = p_queue
+                                      AND t.group_key IS NOT NULL
+                                      ORDER BY t.priority DESC, t.group_key LIMIT 1) IS NOT NULL AS grouped,
+               (SELECT c.group_key FROM rota.queue_cursors c WHERE c.queue = p_queue) AS cursor,
+               (SELECT true FROM rota.queue_cursors c WHERE c.queue = p_queue) AS has_cursor,
+               CASE WHEN p_ids IS NULL AND NOT q.paused AND q.group_concurrency IS NOT NULL
+                         AND q.concurrency IS NULL AND q.rate_limit IS NULL AND q.group_rate_limit IS NULL
+                    THEN pg_advisory_xact_lock_shared(hashtextextended(p_queue, 1)) END AS queue_lock
+        INTO r
+        FROM (SELECT 1) one LEFT JOIN rota.queues q ON q.name = p_queue;
+        s := r.settings;
+        v_grouped := r.grouped;
+        v_start := r.cursor;
+        v_has_cursor := r.has_cursor IS NOT NULL;
         IF s.paused THEN
             held := 'paused';
             RETURN NEXT;
             RETURN;
         END IF;
-        v_limited := s.concurrency IS NOT NULL OR s.rate_limit IS NOT NULL
-                     OR s.group_concurrency IS NOT NULL OR s.group_rate_limit IS NOT NULL;
-        -- Wait for the group-only walks in flight (they hold it shared): their claims
-        -- are committed, and counted below, before this claim counts anything.
-        PERFORM pg_advisory_xact_lock(hashtextextended(p_queue, 1));
-        v_now := clock_timestamp();
+        IF p_ids IS NULL AND s.group_concurrency IS NOT NULL AND s.concurrency IS NULL
+           AND s.rate_limit IS NULL AND s.group_rate_limit IS NULL THEN
+            v_limited := true;
+            v_glock := true;
+            v_now := clock_timestamp();
+        END IF;
     END IF;
     v_gfull := CASE WHEN s.group_concurrency IS NOT NULL THEN 'group_concurrency' ELSE 'group_rate' END;
     v_rates := v_limited AND (s.rate_limit IS NOT NULL OR s.group_rate_limit IS NOT NULL);
