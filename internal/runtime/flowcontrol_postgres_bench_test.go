@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,15 +37,24 @@ const flowBacklog = 20_000
 // Run with
 //
 //	go test -run '^$' -bench DrainFlowControlPostgres -benchtime 3x ./internal/runtime/
+//
+// ROTA_FLOW_BENCH_ONLY (say "concurrency" or "groups") drains only unlimited and that
+// variant, to look at one with pg_stat_activity or pprof.
 func BenchmarkDrainFlowControlPostgres(b *testing.B) {
-	variants := []struct {
+	type variant struct {
 		queue  string
 		patch  *store.QueuePatch
 		groups int
-	}{
+	}
+	variants := []variant{
 		{"unlimited", nil, 0},
 		{"concurrency", &store.QueuePatch{Concurrency: &store.Change[int]{To: new(runtime.DefaultConcurrency)}}, 0},
 		{"groups", &store.QueuePatch{GroupConcurrency: &store.Change[int]{To: new(10)}}, 1000},
+	}
+	if only := os.Getenv("ROTA_FLOW_BENCH_ONLY"); only != "" {
+		variants = slices.DeleteFunc(variants, func(v variant) bool {
+			return v.queue != "unlimited" && v.queue != only
+		})
 	}
 	pool := pgtest.NewPoolConns(b, 16)
 	st := postgres.New(pool)
@@ -100,6 +111,10 @@ func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 	for j, v := range variants {
 		b.ReportMetric(rate(j), v.queue+"-tasks/s")
 		b.ReportMetric(float64(obs[j].held.Load())/float64(b.N), v.queue+"-held/drain")
+		if claims := obs[j].claims.Load(); claims > 0 {
+			b.ReportMetric(float64(claims)/float64(b.N), v.queue+"-claims/drain")
+			b.ReportMetric(float64(obs[j].claimTime.Load())/float64(claims)/1e6, v.queue+"-ms/claim")
+		}
 		if j > 0 {
 			b.ReportMetric(rate(j)/rate(0), v.queue+"/unlimited")
 		}
@@ -130,10 +145,18 @@ func fillGroupedBacklog(b *testing.B, pool *pgxpool.Pool, st store.Store, queue 
 	}
 }
 
-// claimCounter counts a worker's claims held back by a queue setting.
+// claimCounter counts a worker's claims, their time (the store's call, lock waits
+// included) and those held back by a queue setting.
 type claimCounter struct {
 	runtime.NopObserver
-	held atomic.Int64
+	held      atomic.Int64
+	claims    atomic.Int64
+	claimTime atomic.Int64 // nanoseconds
 }
 
 func (c *claimCounter) ClaimHeldBack(string, store.HoldBack) { c.held.Add(1) }
+
+func (c *claimCounter) ClaimDone(_ string, _ int, took time.Duration, _ error) {
+	c.claims.Add(1)
+	c.claimTime.Add(int64(took))
+}

@@ -186,7 +186,8 @@ func indexTuplesRead(t *testing.T, pool *pgxpool.Pool) int64 {
 
 // TestFlowControlledClaimsNeverScanTasks is TestHotPathNeverScansTasks for the claims of
 // flow control (rota.claim_limited, migration 0022): a queue with limits, and queues
-// whose tasks carry group keys (with group limits, and without settings: fairness only),
+// whose tasks carry group keys (with group limits, group_concurrency alone, and without
+// settings: fairness only),
 // with statistics gathered while the table was empty, then while most tasks are grouped
 // (the planner then liked a sequential scan to find "a grouped task").
 func TestFlowControlledClaimsNeverScanTasks(t *testing.T) {
@@ -200,12 +201,14 @@ func TestFlowControlledClaimsNeverScanTasks(t *testing.T) {
 	for queue, patch := range map[string]store.QueuePatch{
 		"limited": {Concurrency: &store.Change[int]{To: &hundred}, Rate: &store.Change[store.RateLimit]{To: &store.RateLimit{Limit: 100000, PerSeconds: 60}}},
 		"groups":  {GroupConcurrency: &store.Change[int]{To: &ten}, GroupRate: &store.Change[store.RateLimit]{To: &store.RateLimit{Limit: 1000, PerSeconds: 60}}},
+		// group_concurrency alone: group locks and a second count (migration 0036)
+		"gonly": {GroupConcurrency: &store.Change[int]{To: &ten}},
 	} {
 		if _, err := st.UpdateQueueSettings(ctx, queue, patch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	queues := []string{"limited", "groups", "fair", "default"}
+	queues := []string{"limited", "groups", "gonly", "fair", "default"}
 	claimAll := func(want int) {
 		t.Helper()
 		for _, q := range queues {

@@ -42,6 +42,7 @@ var limitTests = []testCase{
 	{"RacingClaimersNeverExceedConcurrency", testLimitRaceConcurrency},
 	{"RacingClaimersNeverExceedGroupConcurrency", testLimitRaceGroupConcurrency},
 	{"RacingClaimersNeverExceedRate", testLimitRaceRate},
+	{"RacingClaimersNeverExceedGroupConcurrencyAlone", testLimitRaceGroupConcurrencyAlone},
 	{"ReportPaused", testReportPaused},
 	{"ReportConcurrency", testReportConcurrency},
 	{"ReportRateWithRetryIn", testReportRate},
@@ -652,6 +653,53 @@ func testLimitRaceGroupConcurrency(t *testing.T, s store.Store) {
 		total--
 		mu.Unlock()
 	})
+}
+
+// testLimitRaceGroupConcurrencyAlone races claimers over a queue whose only limit is
+// group_concurrency: the PostgreSQL store's claims of such a queue do not serialise on
+// the queue (migration 0036: a lock per group, and the groups' counts taken again once
+// their locks are held), so two claims may take tasks of one group at the same moment.
+// Groups of one running task each, few groups and many claimers, poll claims of several
+// tasks and claims by id, so claims of one group meet often.
+func testLimitRaceGroupConcurrencyAlone(t *testing.T, s store.Store) {
+	const perGroup = 1
+	var tasks []*store.Task
+	for g := range 4 {
+		tasks = append(tasks, createGroup(t, s, "rga", fmt.Sprintf("g%d", g), 50)...)
+	}
+	tasks = append(tasks, createGroup(t, s, "rga", "", 10)...)
+	updateQueue(t, s, "rga", store.QueuePatch{GroupConcurrency: setLimit(perGroup)})
+	var mu sync.Mutex
+	running := map[string]int{}
+	peak := 0
+	raceClaims(t, s, "rga", tasks, 16, func(got []*store.Task) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, task := range got {
+			running[task.GroupKey]++
+			if task.GroupKey == "" {
+				continue
+			}
+			if running[task.GroupKey] > perGroup {
+				return fmt.Errorf("%d tasks of group %s PROCESSING at once, group_concurrency %d", running[task.GroupKey], task.GroupKey, perGroup)
+			}
+		}
+		busy := 0
+		for g, n := range running {
+			if g != "" && n > 0 {
+				busy++
+			}
+		}
+		peak = max(peak, busy)
+		return nil
+	}, func(task *store.Task) {
+		mu.Lock()
+		running[task.GroupKey]--
+		mu.Unlock()
+	})
+	if peak < 2 {
+		t.Fatalf("at most %d group ran at once: the race did not exercise the limit", peak)
+	}
 }
 
 func testLimitRaceRate(t *testing.T, s store.Store) {
