@@ -329,7 +329,7 @@ func TestRotaClaimQuery(t *testing.T) {
 			matched = append(matched, filepath.Base(f))
 		}
 	}
-	if want := []string{"claim_tasks.sql", "claim_tasks_by_id.sql"}; !slices.Equal(matched, want) {
+	if want := []string{"claim_tasks.sql", "claim_tasks_by_id.sql", "claim_tasks_by_ids.sql"}; !slices.Equal(matched, want) {
 		t.Errorf("the claim pattern matches %v, want %v", matched, want)
 	}
 	if !re.MatchString(`SELECT * FROM rota.claim_limited_pending($1, $2, $3, $4, $5)`) {
