@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,7 +171,9 @@ func TestFlowOverlapClaimsAndOutcomesRace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	stopWatch := watchStartedFlows(t, pool, string(store.OverlapBufferOne))
 	raceTicksAndOutcomes(t, st, policies, base, 120)
+	stopWatch()
 	eventually(t, 60*time.Second, "every flow to end", func() bool {
 		if err := finishSome(ctx, st, "settle"); err != nil {
 			t.Fatal(err)
@@ -203,9 +206,44 @@ func TestFlowOverlapClaimsAndOutcomesRace(t *testing.T) {
 	checkFlowsNeverOverlapped(t, pool, string(store.OverlapBufferOne))
 }
 
-// checkFlowsNeverOverlapped: the flows of the named schedule, in tick order, each started
-// (its first task created) no earlier than the one before ended, and every flow ran
-// (none left held without a task).
+// watchStartedFlows samples, until the returned function is called, how many flows of the
+// named schedule are RUNNING with a task (started, not held) in one snapshot each time,
+// and fails the test if it ever sees two. A snapshot is the only sound witness: the
+// flows' own times are their transactions' starts, and a claim that began before the
+// outcome ending the flow before it, and waited for that outcome's commit, starts its
+// flow with the earlier time without any overlap.
+func watchStartedFlows(t *testing.T, pool *pgxpool.Pool, name string) (stop func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			var running int
+			if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM rota.flows f
+				WHERE f.name = $1 AND f.status = 'RUNNING'
+				  AND EXISTS (SELECT FROM rota.tasks t WHERE t.flow_id = f.id)`, name).Scan(&running); err != nil {
+				t.Error(err)
+				return
+			}
+			if running > 1 {
+				t.Errorf("%s: %d flows started and running at once", name, running)
+				return
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// checkFlowsNeverOverlapped: every flow of the named schedule ran (none left held
+// without a task), and no flow started (its first task created) after its successor in
+// tick order had ended: a start may precede the end of the flow before it by the time
+// its claim waited for that end's commit (watchStartedFlows says why), never follow
+// the next one's end.
 func checkFlowsNeverOverlapped(t *testing.T, pool *pgxpool.Pool, name string) {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `SELECT f.idempotency_key, f.status, f.completed_at,
@@ -216,7 +254,7 @@ func checkFlowsNeverOverlapped(t *testing.T, pool *pgxpool.Pool, name string) {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	var prevEnd *time.Time
+	var prevStart *time.Time
 	var prevKey string
 	for rows.Next() {
 		var key, status string
@@ -228,10 +266,10 @@ func checkFlowsNeverOverlapped(t *testing.T, pool *pgxpool.Pool, name string) {
 			t.Errorf("%s: flow %s (%s) never started a task", name, key, status)
 			continue
 		}
-		if prevEnd != nil && start.Before(*prevEnd) {
-			t.Errorf("%s: flow %s started at %s, before flow %s ended at %s", name, key, start, prevKey, prevEnd)
+		if prevStart != nil && end != nil && !prevStart.Before(*end) {
+			t.Errorf("%s: flow %s started at %s, after flow %s (the next tick's) ended at %s", name, prevKey, prevStart, key, end)
 		}
-		prevEnd, prevKey = end, key
+		prevStart, prevKey = start, key
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
