@@ -23,12 +23,7 @@ import (
 // The proof is the table's own seq_scan counter, read on the store's only connection.
 func TestHotPathNeverScansTasks(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPoolConns(t, 1) // one connection: one prepared-statement cache, one stats backend
-	st := postgres.New(pool)
-	defer st.Close()
-
-	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
-	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	pool, st := emptyTableStore(t)
 	exec(t, pool, `VACUUM ANALYZE rota.task_attempts`)
 	claim := store.ClaimParams{Queue: "default", From: store.StatusPending, WorkerID: "w", Limit: 50, LeaseDuration: time.Minute}
 	// Enough executions on the empty table for PostgreSQL to settle on a cached plan.
@@ -40,38 +35,28 @@ func TestHotPathNeverScansTasks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	params := make([]store.CreateParams, 5000)
-	for range 4 {
-		for i := range params {
-			params[i] = store.CreateParams{Kind: "noop"}
-		}
-		mustCreate(t, st, params...)
-	}
+	createNoop(t, st, 20000)
 
-	before, readBefore := seqScans(t, pool), indexTuplesRead(t, pool)
-	for range 5 {
-		tasks, err := st.ClaimTasks(ctx, claim)
-		if err != nil || len(tasks) != 50 {
-			t.Fatalf("claim: %d tasks, %v", len(tasks), err)
+	// Neither scan the table nor walk a whole index of it: a plan that put the table
+	// outside the outcome batch's join read all 20,000 primary-key entries per batch
+	// (migration 0027). 250 tasks claimed and completed read a few entries each (the
+	// claims also step over the entries of the tasks claimed before them, not yet
+	// vacuumed).
+	assertIndexBound(t, pool, "claiming and completing 250 of 20,000 tasks", 5000, func() {
+		for range 5 {
+			tasks, err := st.ClaimTasks(ctx, claim)
+			if err != nil || len(tasks) != 50 {
+				t.Fatalf("claim: %d tasks, %v", len(tasks), err)
+			}
+			outcomes := make([]store.Outcome, len(tasks))
+			for i, task := range tasks {
+				outcomes[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}
+			}
+			if _, err := st.RecordOutcomes(ctx, outcomes); err != nil {
+				t.Fatal(err)
+			}
 		}
-		outcomes := make([]store.Outcome, len(tasks))
-		for i, task := range tasks {
-			outcomes[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}
-		}
-		if _, err := st.RecordOutcomes(ctx, outcomes); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if after := seqScans(t, pool); after != before {
-		t.Fatalf("claiming and completing scanned rota.tasks sequentially %d times", after-before)
-	}
-	// Nor walk a whole index of it: a plan that put the table outside the outcome batch's
-	// join read all 20,000 primary-key entries per batch (migration 0027). 250 tasks
-	// claimed and completed read a few entries each (the claims also step over the
-	// entries of the tasks claimed before them, not yet vacuumed).
-	if read := indexTuplesRead(t, pool) - readBefore; read > 5000 {
-		t.Fatalf("claiming and completing 250 of 20,000 tasks read %d index entries of rota.tasks", read)
-	}
+	})
 }
 
 // TestClaimByIDsNeverScansTasks is TestHotPathNeverScansTasks for the SQS worker's claim
@@ -80,11 +65,7 @@ func TestHotPathNeverScansTasks(t *testing.T) {
 // key once the table holds 20,000 sent tasks.
 func TestClaimByIDsNeverScansTasks(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPoolConns(t, 1)
-	st := postgres.New(pool)
-	defer st.Close()
-	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
-	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	pool, st := emptyTableStore(t)
 	claimByIDs := func(ids []uuid.UUID) []*store.Task {
 		t.Helper()
 		tasks, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: "default", From: store.StatusEnqueued, TaskIDs: ids,
@@ -97,13 +78,7 @@ func TestClaimByIDsNeverScansTasks(t *testing.T) {
 	for range 10 { // on the empty table: the session's plan is made now
 		claimByIDs([]uuid.UUID{store.NewID(), store.NewID()})
 	}
-	params := make([]store.CreateParams, 5000)
-	for range 4 {
-		for i := range params {
-			params[i] = store.CreateParams{Kind: "noop"}
-		}
-		mustCreate(t, st, params...)
-	}
+	createNoop(t, st, 20000)
 	exec(t, pool, `UPDATE rota.tasks SET status = 'ENQUEUED', enqueued_at = now()`)
 	var sent []uuid.UUID
 	rows, err := pool.Query(ctx, `SELECT id FROM rota.tasks ORDER BY random() LIMIT 200`)
@@ -114,18 +89,13 @@ func TestClaimByIDsNeverScansTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	before, readBefore := seqScans(t, pool), indexTuplesRead(t, pool)
-	for batch := range slices.Chunk(sent, 40) {
-		if got := claimByIDs(batch); len(got) != len(batch) {
-			t.Fatalf("claim by id: %d of %d tasks", len(got), len(batch))
+	assertIndexBound(t, pool, "claiming 200 of 20,000 tasks by id", 2000, func() {
+		for batch := range slices.Chunk(sent, 40) {
+			if got := claimByIDs(batch); len(got) != len(batch) {
+				t.Fatalf("claim by id: %d of %d tasks", len(got), len(batch))
+			}
 		}
-	}
-	if after := seqScans(t, pool); after != before {
-		t.Fatalf("claiming by id scanned rota.tasks sequentially %d times", after-before)
-	}
-	if read := indexTuplesRead(t, pool) - readBefore; read > 2000 {
-		t.Fatalf("claiming 200 of 20,000 tasks by id read %d index entries of rota.tasks", read)
-	}
+	})
 }
 
 // TestEnqueueNeverScansTasks is TestHotPathNeverScansTasks for the SQS enqueuer's lock and
@@ -134,11 +104,7 @@ func TestClaimByIDsNeverScansTasks(t *testing.T) {
 // round takes once the table holds 20,000 due tasks and 20,000 sent ones.
 func TestEnqueueNeverScansTasks(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPoolConns(t, 1)
-	st := postgres.New(pool)
-	defer st.Close()
-	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
-	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	pool, st := emptyTableStore(t)
 	round := func() int {
 		t.Helper()
 		n, err := st.EnqueueDue(ctx, store.EnqueueParams{Queue: "default", Limit: 250, RedeliverAfter: time.Minute},
@@ -151,30 +117,59 @@ func TestEnqueueNeverScansTasks(t *testing.T) {
 	for range 10 { // on the empty table: the session's plans are made now
 		round()
 	}
-	params := make([]store.CreateParams, 5000)
-	for i := range 8 {
-		for j := range params {
-			params[j] = store.CreateParams{Kind: "noop"}
-		}
-		mustCreate(t, st, params...)
-		if i == 3 { // the first 20,000 are sent (recently: not presumed lost)
-			exec(t, pool, `UPDATE rota.tasks SET status = 'ENQUEUED', enqueued_at = now()`)
-		}
-	}
+	createNoop(t, st, 20000)
+	// The first 20,000 are sent (recently: not presumed lost).
+	exec(t, pool, `UPDATE rota.tasks SET status = 'ENQUEUED', enqueued_at = now()`)
+	createNoop(t, st, 20000)
 	// Without their dead PENDING entries (no statistics: the plans stay the empty table's).
 	exec(t, pool, `VACUUM rota.tasks`)
 
-	before, readBefore := seqScans(t, pool), indexTuplesRead(t, pool)
-	for range 4 {
-		if n := round(); n != 250 {
-			t.Fatalf("a round marked %d tasks, want 250", n)
+	assertIndexBound(t, pool, "4 enqueue rounds of 250 beside 40,000 tasks", 5000, func() {
+		for range 4 {
+			if n := round(); n != 250 {
+				t.Fatalf("a round marked %d tasks, want 250", n)
+			}
 		}
+	})
+}
+
+// emptyTableStore is a store on one connection (one plan cache, one statistics
+// backend) whose rota.tasks is analyzed empty and never autovacuumed: the plans the
+// tests make next are made from an empty table's statistics.
+func emptyTableStore(t *testing.T) (*pgxpool.Pool, *postgres.Store) {
+	t.Helper()
+	pool := pgtest.NewPoolConns(t, 1)
+	st := postgres.New(pool)
+	t.Cleanup(st.Close)
+	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
+	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	return pool, st
+}
+
+// createNoop creates n due noop tasks in the default queue, 5,000 per statement.
+func createNoop(t *testing.T, st *postgres.Store, n int) {
+	t.Helper()
+	params := make([]store.CreateParams, 5000)
+	for done := 0; done < n; done += len(params) {
+		batch := params[:min(len(params), n-done)]
+		for i := range batch {
+			batch[i] = store.CreateParams{Kind: "noop"}
+		}
+		mustCreate(t, st, batch...)
 	}
+}
+
+// assertIndexBound runs what and fails the test if it scanned rota.tasks sequentially
+// or read more than maxRead entries of its indexes.
+func assertIndexBound(t *testing.T, pool *pgxpool.Pool, what string, maxRead int64, run func()) {
+	t.Helper()
+	before, readBefore := seqScans(t, pool), indexTuplesRead(t, pool)
+	run()
 	if after := seqScans(t, pool); after != before {
-		t.Fatalf("enqueue rounds scanned rota.tasks sequentially %d times", after-before)
+		t.Fatalf("%s scanned rota.tasks sequentially %d times", what, after-before)
 	}
-	if read := indexTuplesRead(t, pool) - readBefore; read > 5000 {
-		t.Fatalf("4 rounds of 250 beside 40,000 tasks read %d index entries of rota.tasks", read)
+	if read := indexTuplesRead(t, pool) - readBefore; read > maxRead {
+		t.Fatalf("%s read %d index entries of rota.tasks", what, read)
 	}
 }
 
@@ -192,11 +187,7 @@ func indexTuplesRead(t *testing.T, pool *pgxpool.Pool) int64 {
 // (the planner then liked a sequential scan to find "a grouped task").
 func TestFlowControlledClaimsNeverScanTasks(t *testing.T) {
 	ctx := context.Background()
-	pool := pgtest.NewPoolConns(t, 1)
-	st := postgres.New(pool)
-	defer st.Close()
-	exec(t, pool, `ALTER TABLE rota.tasks SET (autovacuum_enabled = false)`)
-	exec(t, pool, `VACUUM ANALYZE rota.tasks`)
+	pool, st := emptyTableStore(t)
 	ten, hundred := 10, 100
 	for queue, patch := range map[string]store.QueuePatch{
 		"limited": {Concurrency: &store.Change[int]{To: &hundred}, Rate: &store.Change[store.RateLimit]{To: &store.RateLimit{Limit: 100000, PerSeconds: 60}}},
