@@ -73,21 +73,7 @@ func TestFlowEndWaitsForTheClaimThatBuffers(t *testing.T) {
 	held := claims[0].Flows[0].ID
 	holder := tx.Conn().PgConn().PID()
 
-	done := make(chan error, 1)
-	go func() {
-		res, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: b.ID, LeaseToken: b.LeaseToken, Kind: store.Succeed}})
-		if err == nil && res[0].Err != nil {
-			err = res[0].Err
-		}
-		done <- err
-	}()
-	waitForLockWaiter(t, pool, holder, done)
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("RecordOutcomes: %v", err)
-	}
+	succeedBehind(t, st, pool, tx, holder, b)
 	if f := mustGetFlow(t, st, running); f.Status != store.FlowSucceeded {
 		t.Fatalf("the running flow is %s, want SUCCEEDED", f.Status)
 	}

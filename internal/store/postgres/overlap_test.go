@@ -54,21 +54,7 @@ func TestRunEndWaitsForTheClaimThatBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	done := make(chan error, 1)
-	go func() {
-		res, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: running.ID, LeaseToken: running.LeaseToken, Kind: store.Succeed}})
-		if err == nil && res[0].Err != nil {
-			err = res[0].Err
-		}
-		done <- err
-	}()
-	waitForLockWaiter(t, pool, holder, done)
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatalf("RecordOutcomes: %v", err)
-	}
+	succeedBehind(t, st, pool, tx, holder, running)
 	sc, err := st.GetSchedule(ctx, "buf")
 	if err != nil || sc.CurrentRunID == nil || sc.WaitingRunID != nil {
 		t.Fatalf("schedule after the run ended: %+v, %v; want the buffered run current, none waiting", sc, err)

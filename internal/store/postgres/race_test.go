@@ -255,3 +255,26 @@ func waitForLockWaiter[T any](t *testing.T, pool *pgxpool.Pool, holder uint32, d
 		}
 	}
 }
+
+// succeedBehind records task's success while tx (on the connection with backend pid
+// holder) is open, checks that the outcome waits for one of tx's locks, then commits tx
+// and fails the test unless the outcome was written.
+func succeedBehind(t *testing.T, st *postgres.Store, pool *pgxpool.Pool, tx pgx.Tx, holder uint32, task *store.Task) {
+	t.Helper()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		res, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}})
+		if err == nil && res[0].Err != nil {
+			err = res[0].Err
+		}
+		done <- err
+	}()
+	waitForLockWaiter(t, pool, holder, done)
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("RecordOutcomes: %v", err)
+	}
+}
