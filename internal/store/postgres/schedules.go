@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -403,17 +402,15 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 // through its commit's WAL flush, so concurrent claims, each inserting runs, committed
 // one after another behind it. A held run (buffer_one) is not due and wakes nobody.
 func (s *Store) notifyClaimedRuns(claims []store.ScheduleClaim) {
-	var queues []string
-	for _, c := range claims {
-		for _, t := range c.Runs {
-			if t.Status == store.StatusPending && !t.ScheduledFor.After(t.CreatedAt) && !slices.Contains(queues, t.Queue) {
-				queues = append(queues, t.Queue)
+	s.wakeForDue(func(yield func(*store.Task) bool) {
+		for _, c := range claims {
+			for _, t := range c.Runs {
+				if !yield(t) {
+					return
+				}
 			}
 		}
-	}
-	if len(queues) > 0 {
-		s.wake.wake(queues)
-	}
+	})
 }
 
 // claimSchedulesTx runs the claim's transaction on conn (errors untranslated; the caller

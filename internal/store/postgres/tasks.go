@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -33,14 +34,23 @@ func (s *Store) CreateTasks(ctx context.Context, params []store.CreateParams) ([
 // (wakeups.go). A wake-up lost (an error, a crash) costs the workers at most their poll
 // interval: the idle watcher finds due tasks by itself.
 func (s *Store) notifyCreated(results []store.CreateResult) {
-	var queues []string
-	for _, r := range results {
-		t := r.Task
-		if r.Existing || t.Status != store.StatusPending || t.ScheduledFor.After(t.CreatedAt) ||
-			slices.Contains(queues, t.Queue) {
-			continue
+	s.wakeForDue(func(yield func(*store.Task) bool) {
+		for _, r := range results {
+			if !r.Existing && !yield(r.Task) {
+				return
+			}
 		}
-		queues = append(queues, t.Queue)
+	})
+}
+
+// wakeForDue hands the wake sender, once each, the queues of the tasks that are PENDING
+// and were due when created: a task created for later is found by the idle watcher.
+func (s *Store) wakeForDue(tasks iter.Seq[*store.Task]) {
+	var queues []string
+	for t := range tasks {
+		if t.Status == store.StatusPending && !t.ScheduledFor.After(t.CreatedAt) && !slices.Contains(queues, t.Queue) {
+			queues = append(queues, t.Queue)
+		}
 	}
 	if len(queues) > 0 {
 		s.wake.wake(queues)
