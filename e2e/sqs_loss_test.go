@@ -57,15 +57,15 @@ func sqsLossUnderLoad(t *testing.T, what string, lose func(r *sqsRig, url string
 	serve := r.startServe("serve", "--log-level", "info")
 	r.startWorker("worker")
 
-	// 100 tasks every 100 ms for 6 s (1,000/s) of 150 ms each: one worker of the default
-	// 100 handlers runs about 650/s, so a backlog of sent tasks builds up in SQS.
+	// 100 tasks every 100 ms for 6 s (1,000/s) of 1.5 s each: one worker of the default
+	// 1,000 handlers runs about 650/s, so a backlog of sent tasks builds up in SQS.
 	const batches, perBatch = 60, 100
 	var mu sync.Mutex
 	var all []uuid.UUID
 	var producer sync.WaitGroup
 	producer.Go(func() {
 		for range batches {
-			ids := r.createTasks(sameTasks(perBatch, "sleep", `{"ms":150}`, 5))
+			ids := r.createTasks(sameTasks(perBatch, "sleep", `{"ms":1500}`, 5))
 			mu.Lock()
 			all = append(all, ids...)
 			mu.Unlock()

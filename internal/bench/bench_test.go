@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
 )
@@ -77,7 +78,7 @@ func TestDrainSmallerThanMilestones(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Memory.Milestones) != 3 || res.Concurrency != 100 {
+	if len(res.Memory.Milestones) != 3 || res.Concurrency != runtime.DefaultConcurrency {
 		t.Errorf("one task: %+v, memory %+v", res, res.Memory)
 	}
 	checkWorker(t, res, 1)

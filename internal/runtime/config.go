@@ -31,8 +31,14 @@ type Config struct {
 	// Queues maps each queue this worker serves to the most handlers that may run for it
 	// at once; 0 means up to Concurrency. Default: {"default": Concurrency}.
 	Queues map[string]int
-	// Concurrency is the total number of handler goroutines. Default: 100, which keeps
-	// I/O-bound handlers busy and costs little for trivial ones (goroutines are cheap).
+	// Concurrency is the total number of handler goroutines. Default: 1000. A slot is
+	// taken from the claim until the handler returns, so for trivial handlers the
+	// worker's rate is its slots over a claim's round trip: 100 slots held a drain to
+	// about 0.7 of River at its best, 1000 let claims grow to hundreds of tasks
+	// (docs/performance.md, "The default concurrency"). I/O-bound handlers want many
+	// slots too; goroutines are cheap. A handler that needs a scarce resource (CPU,
+	// memory, a downstream's connections) is capped per queue (Queues, queue=N) or per
+	// queue across workers (a queue's concurrency setting).
 	Concurrency int
 	// FetchBatch is the most tasks one claim asks for; a claim asks for all the free
 	// capacity of its queue and of the worker, up to this. Default: 1000, so that claims
@@ -140,7 +146,7 @@ type Config struct {
 
 // Defaults, for documentation and for callers that build their own Config.
 const (
-	DefaultConcurrency      = 100
+	DefaultConcurrency      = 1000
 	DefaultFetchBatch       = 1000
 	DefaultSourceFetchLoops = 4
 	DefaultPollInterval     = time.Second

@@ -13,7 +13,7 @@ import (
 
 func TestConfigDefaults(t *testing.T) {
 	cfg := Config{}.withDefaults()
-	if cfg.Concurrency != 100 || cfg.FetchBatch != 1000 || cfg.PollInterval != time.Second ||
+	if cfg.Concurrency != 1000 || cfg.FetchBatch != 1000 || cfg.PollInterval != time.Second ||
 		cfg.LeaseDuration != 30*time.Second || cfg.HeartbeatInterval != 10*time.Second ||
 		cfg.DefaultTimeout != 15*time.Minute || cfg.BackoffBase != time.Second || cfg.BackoffMax != time.Hour ||
 		cfg.ReapInterval != 5*time.Second || cfg.ShutdownGrace != 10*time.Second ||
@@ -21,7 +21,7 @@ func TestConfigDefaults(t *testing.T) {
 		cfg.ClaimFrom != store.StatusPending || cfg.Logger != slog.Default() {
 		t.Fatalf("defaults = %+v", cfg)
 	}
-	if len(cfg.Queues) != 1 || cfg.Queues["default"] != 100 {
+	if len(cfg.Queues) != 1 || cfg.Queues["default"] != 1000 {
 		t.Fatalf("Queues = %v", cfg.Queues)
 	}
 	if parts := strings.Split(cfg.WorkerID, "-"); len(parts) < 3 {
@@ -139,7 +139,8 @@ func TestFetchLoopsDefault(t *testing.T) {
 		cfg  Config
 		want int
 	}{
-		{Config{}, 2},
+		{Config{}, 1},
+		{Config{Concurrency: 100}, 2},
 		{Config{Concurrency: 2000}, 1},
 		{Config{Concurrency: 2000, FetchBatch: 100}, 2},
 		{Config{Concurrency: 100, FetchLoops: 3}, 3},

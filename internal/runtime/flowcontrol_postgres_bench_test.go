@@ -23,7 +23,7 @@ import (
 const flowBacklog = 20_000
 
 // BenchmarkDrainFlowControlPostgres is the cost of flow control (issue #14,
-// docs/performance.md "Flow control"): a worker at its default concurrency (100) drains
+// docs/performance.md "Flow control"): a worker at its default concurrency drains
 // a backlog of noop tasks from PostgreSQL in poll mode, from a queue
 //
 //   - unlimited: no settings, no group keys (the plain claim);
