@@ -39,7 +39,7 @@ type Mux = runtime.Mux
 type HandlerOption = runtime.HandlerOption
 
 // WorkerConfig configures a Worker: Mux (required), WorkerID, Queues (queue ->
-// concurrency limit; default {"default": Concurrency}), Concurrency (default 100),
+// concurrency limit; default {"default": Concurrency}), Concurrency (default 1000),
 // polling, lease, timeout, backoff and shutdown settings, each documented on its field
 // with its default. Client.NewWorker sets its Store.
 type WorkerConfig = runtime.Config
