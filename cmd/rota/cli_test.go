@@ -321,7 +321,7 @@ func TestHelpShowsEffectiveDefaults(t *testing.T) {
 		"(ROTA_POLL_INTERVAL) (default 1s)",
 		"(ROTA_SHUTDOWN_GRACE) (default 10s)",
 		"(ROTA_WORKER_ID)",
-		"0 = the runtime default, 100 (ROTA_CONCURRENCY)",
+		"0 = the runtime default, 1000 (ROTA_CONCURRENCY)",
 		`(default "postgres://rota:xxxxx@db.example:5432/rota")`,
 	} {
 		if !strings.Contains(worker, want) {
