@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -207,6 +208,27 @@ func (w *wrapStore) Heartbeat(ctx context.Context, p store.HeartbeatParams) (*st
 		return w.heartbeat(ctx, p)
 	}
 	return w.Store.Heartbeat(ctx, p)
+}
+
+// HeartbeatMany goes through the heartbeat override, lease by lease, when one is set.
+func (w *wrapStore) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) ([]store.HeartbeatResult, error) {
+	if w.heartbeat == nil {
+		return w.Store.HeartbeatMany(ctx, p)
+	}
+	res := make([]store.HeartbeatResult, len(p.Leases))
+	for i, l := range p.Leases {
+		res[i].TaskID = l.TaskID
+		t, err := w.heartbeat(ctx, store.HeartbeatParams{TaskID: l.TaskID, LeaseToken: l.LeaseToken, LeaseDuration: p.LeaseDuration})
+		switch {
+		case errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound):
+			res[i].Err = err
+		case err != nil:
+			return nil, err
+		default:
+			res[i].LeaseExpiresAt, res[i].CancelRequestedAt = *t.LeaseExpiresAt, t.CancelRequestedAt
+		}
+	}
+	return res, nil
 }
 
 func (w *wrapStore) RecordOutcomes(ctx context.Context, o []store.Outcome) ([]store.OutcomeResult, error) {

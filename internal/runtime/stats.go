@@ -17,7 +17,7 @@ type Stats struct {
 	Panics          int64 // handler panics recovered
 	CommitErrors    int64 // failed RecordOutcomes calls or outcomes (retried or dropped)
 	ClaimErrors     int64 // failed ClaimTasks calls
-	HeartbeatErrors int64 // failed Heartbeat calls, lease loss excluded
+	HeartbeatErrors int64 // failed heartbeat calls (each a batch of leases), lease loss excluded
 	Reaped          int64 // expired leases this worker's reaper handled
 	Abandoned       int64 // handlers given up AbandonGrace after their context ended
 

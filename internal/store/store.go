@@ -248,6 +248,28 @@ type HeartbeatParams struct {
 	LeaseDuration time.Duration
 }
 
+// HeartbeatManyParams extends many leases by the same duration (Store.HeartbeatMany).
+type HeartbeatManyParams struct {
+	Leases        []Lease
+	LeaseDuration time.Duration
+}
+
+// Lease names a task and the lease token its holder was given.
+type Lease struct {
+	TaskID     uuid.UUID
+	LeaseToken uuid.UUID
+}
+
+// HeartbeatResult is what Store.HeartbeatMany did with one lease: LeaseExpiresAt (and
+// CancelRequestedAt, when a cancel was requested) when it was extended, or Err =
+// ErrLeaseLost (the token is not current) or ErrNotFound (no such task).
+type HeartbeatResult struct {
+	TaskID            uuid.UUID
+	LeaseExpiresAt    time.Time
+	CancelRequestedAt *time.Time
+	Err               error
+}
+
 // OutcomeKind is what a worker reports for a claimed task.
 type OutcomeKind string
 
@@ -378,6 +400,10 @@ type Store interface {
 	ClaimTasks(ctx context.Context, params ClaimParams) ([]*Task, error)
 	// Heartbeat extends a lease. ErrLeaseLost when the token is not current.
 	Heartbeat(ctx context.Context, params HeartbeatParams) (*Task, error)
+	// HeartbeatMany extends many leases at once (a worker's every running task), each
+	// as Heartbeat would; its results are in the order of params.Leases. An error of
+	// the call itself (ErrInvalid, the store unreachable) means none was extended.
+	HeartbeatMany(ctx context.Context, params HeartbeatManyParams) ([]HeartbeatResult, error)
 	// RecordOutcomes writes finished attempts, each fenced by its lease token. Recording
 	// the same outcome twice is harmless: the second reports ErrLeaseLost.
 	RecordOutcomes(ctx context.Context, outcomes []Outcome) ([]OutcomeResult, error)

@@ -170,6 +170,27 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (*store.
 	return cloneTask(&e.task), nil
 }
 
+// HeartbeatMany extends many leases; see store.Store.
+func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) ([]store.HeartbeatResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.LeaseDuration <= 0 {
+		return nil, fmt.Errorf("heartbeat: %w: lease duration must be positive, got %s", store.ErrInvalid, p.LeaseDuration)
+	}
+	results := make([]store.HeartbeatResult, len(p.Leases))
+	for i, l := range p.Leases {
+		results[i].TaskID = l.TaskID
+		t, err := s.Heartbeat(ctx, store.HeartbeatParams{TaskID: l.TaskID, LeaseToken: l.LeaseToken, LeaseDuration: p.LeaseDuration})
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		results[i].LeaseExpiresAt, results[i].CancelRequestedAt = *t.LeaseExpiresAt, t.CancelRequestedAt
+	}
+	return results, nil
+}
+
 // holds reports whether token is the current lease of e.
 func (s *Store) holds(e *entry, token uuid.UUID) bool {
 	return e.task.Status == store.StatusProcessing && token != uuid.Nil && e.task.LeaseToken == token

@@ -179,6 +179,66 @@ func (s *Store) Heartbeat(ctx context.Context, params store.HeartbeatParams) (*s
 	return nil, fmt.Errorf("heartbeat: task %s: %w", params.TaskID, store.ErrLeaseLost)
 }
 
+// HeartbeatMany extends a batch of leases in one statement (queries/heartbeat_many.sql).
+// A lease whose row another transaction holds is extended by Heartbeat on its own,
+// which waits for that row; there are few (an outcome being written, a cancel request).
+func (s *Store) HeartbeatMany(ctx context.Context, params store.HeartbeatManyParams) ([]store.HeartbeatResult, error) {
+	if params.LeaseDuration <= 0 {
+		return nil, fmt.Errorf("heartbeat: %w: lease duration must be positive, got %s", store.ErrInvalid, params.LeaseDuration)
+	}
+	results := make([]store.HeartbeatResult, len(params.Leases))
+	if len(params.Leases) == 0 {
+		return results, nil
+	}
+	ids := make([]uuid.UUID, len(params.Leases))
+	tokens := make([]uuid.UUID, len(params.Leases))
+	for i, l := range params.Leases {
+		ids[i], tokens[i] = l.TaskID, l.LeaseToken
+		results[i].TaskID = l.TaskID
+	}
+	rows, err := s.pool.Query(ctx, sqlHeartbeatMany, planPerCall, ids, tokens, params.LeaseDuration)
+	if err != nil {
+		return nil, translate("heartbeat", err)
+	}
+	var busy []int
+	var (
+		ord     int64
+		outcome string
+		expires *time.Time
+		cancel  *time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&ord, &outcome, &expires, &cancel}, func() error {
+		r := &results[ord-1]
+		switch outcome {
+		case "extended":
+			r.LeaseExpiresAt, r.CancelRequestedAt = *expires, cancel
+		case "lost":
+			r.Err = fmt.Errorf("heartbeat: task %s: %w", r.TaskID, store.ErrLeaseLost)
+		case "not_found":
+			r.Err = fmt.Errorf("heartbeat: task %s: %w", r.TaskID, store.ErrNotFound)
+		default: // busy
+			busy = append(busy, int(ord-1))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate("heartbeat", err)
+	}
+	for _, i := range busy {
+		l := params.Leases[i]
+		t, err := s.Heartbeat(ctx, store.HeartbeatParams{TaskID: l.TaskID, LeaseToken: l.LeaseToken, LeaseDuration: params.LeaseDuration})
+		switch {
+		case err == nil:
+			results[i].LeaseExpiresAt, results[i].CancelRequestedAt = *t.LeaseExpiresAt, t.CancelRequestedAt
+		case errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound):
+			results[i].Err = err
+		default:
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
 // RecordOutcomes writes a batch of outcomes in one statement.
 func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([]store.OutcomeResult, error) {
 	results := make([]store.OutcomeResult, len(outcomes))

@@ -27,6 +27,7 @@ var (
 	sqlClaimTasksByID        = query("claim_tasks_by_id.sql")
 	sqlClaimTasksByIDs       = query("claim_tasks_by_ids.sql")
 	sqlHeartbeat             = query("heartbeat.sql")
+	sqlHeartbeatMany         = query("heartbeat_many.sql")
 	sqlNotifyTasks           = query("notify_tasks.sql")
 	sqlRecordOutcomes        = query("record_outcomes.sql")
 	sqlCancelTask            = query("cancel_task.sql")

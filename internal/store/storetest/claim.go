@@ -366,6 +366,65 @@ var heartbeatTests = []testCase{
 	{"NotFound", testHeartbeatNotFound},
 	{"ReportsCancelRequested", testHeartbeatCancel},
 	{"InvalidParams", testHeartbeatInvalid},
+	{"ManyInOneCall", testHeartbeatMany},
+	{"ManyInvalidExtendsNothing", testHeartbeatManyInvalid},
+}
+
+// testHeartbeatMany: one call extends every current lease, reports a cancel request,
+// and says which leases are lost or unknown, in the order asked.
+func testHeartbeatMany(t *testing.T, s store.Store) {
+	a := createAndClaim(t, s, store.CreateParams{Kind: "k"})
+	b := createAndClaim(t, s, store.CreateParams{Kind: "k"})
+	canceled := createAndClaim(t, s, store.CreateParams{Kind: "k"})
+	if _, err := s.CancelTask(ctx(t), canceled.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := createAndClaim(t, s, store.CreateParams{Kind: "k"})
+	recordOK(t, s, outcome(done, store.Succeed, ""), store.StatusSucceeded)
+	unknown := store.NewID()
+	leases := []store.Lease{
+		{TaskID: a.ID, LeaseToken: a.LeaseToken},
+		{TaskID: done.ID, LeaseToken: done.LeaseToken},
+		{TaskID: unknown, LeaseToken: uuid.New()},
+		{TaskID: b.ID, LeaseToken: uuid.New()},
+		{TaskID: canceled.ID, LeaseToken: canceled.LeaseToken},
+		{TaskID: b.ID, LeaseToken: b.LeaseToken},
+	}
+	got, err := s.HeartbeatMany(ctx(t), store.HeartbeatManyParams{Leases: leases, LeaseDuration: time.Hour})
+	if err != nil {
+		t.Fatalf("HeartbeatMany: %v", err)
+	}
+	if len(got) != len(leases) {
+		t.Fatalf("%d results for %d leases", len(got), len(leases))
+	}
+	for i, l := range leases {
+		if got[i].TaskID != l.TaskID {
+			t.Fatalf("result %d is of task %s, want %s (the order asked)", i, got[i].TaskID, l.TaskID)
+		}
+	}
+	for _, i := range []int{0, 4, 5} {
+		if got[i].Err != nil {
+			t.Fatalf("lease %d: %v, want extended", i, got[i].Err)
+		}
+		near(t, fmt.Sprintf("lease %d's new expiry", i), got[i].LeaseExpiresAt, time.Now().Add(time.Hour), clockSkew)
+		near(t, fmt.Sprintf("lease %d's stored expiry", i), *get(t, s, leases[i].TaskID).LeaseExpiresAt, time.Now().Add(time.Hour), clockSkew)
+	}
+	isNil(t, "CancelRequestedAt of a task not canceled", got[0].CancelRequestedAt)
+	nearNowPtr(t, "CancelRequestedAt of the canceled task", got[4].CancelRequestedAt)
+	wantErr(t, got[1].Err, store.ErrLeaseLost, "HeartbeatMany of a SUCCEEDED task")
+	wantErr(t, got[2].Err, store.ErrNotFound, "HeartbeatMany of an unknown task")
+	wantErr(t, got[3].Err, store.ErrLeaseLost, "HeartbeatMany with a wrong token")
+	if empty, err := s.HeartbeatMany(ctx(t), store.HeartbeatManyParams{LeaseDuration: time.Minute}); err != nil || len(empty) != 0 {
+		t.Fatalf("HeartbeatMany of no leases: %v, %v", empty, err)
+	}
+}
+
+func testHeartbeatManyInvalid(t *testing.T, s store.Store) {
+	task := createAndClaim(t, s, store.CreateParams{Kind: "k"})
+	_, err := s.HeartbeatMany(ctx(t), store.HeartbeatManyParams{
+		Leases: []store.Lease{{TaskID: task.ID, LeaseToken: task.LeaseToken}}})
+	wantErr(t, err, store.ErrInvalid, "HeartbeatMany without a lease duration")
+	sameTask(t, "task after an invalid HeartbeatMany", get(t, s, task.ID), task)
 }
 
 func testHeartbeatExtends(t *testing.T, s store.Store) {

@@ -1,0 +1,16 @@
+-- HeartbeatMany: extends to now() + $3 the lease of every task of $1 whose lease token
+-- is the matching element of $2, in one statement, and says for each element (by its
+-- 1-based position, ord) what became of it:
+--   extended   the lease was extended (lease_expires_at, cancel_requested_at are set);
+--   lost       the task exists but the token is not current;
+--   not_found  there is no such task;
+--   busy       another transaction holds the task's row (an outcome being written, a
+--              cancel request): the store heartbeats it on its own, which waits.
+--
+-- The statement is the function rota.heartbeat_many (migration 0043), planned once per
+-- session; each element reaches its row through the primary key.
+--
+-- Rows are locked SKIP LOCKED: a statement that locks many task rows in no set order
+-- and waited for a lock could deadlock with another that does the same (an outcome
+-- batch of the same worker). The single heartbeat of a busy row waits holding nothing.
+SELECT * FROM rota.heartbeat_many($1::uuid[], $2::uuid[], $3::interval)
