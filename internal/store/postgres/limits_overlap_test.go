@@ -104,8 +104,9 @@ func TestGroupOnlyClaimsOverlap(t *testing.T) {
 func TestFairStepPastALockedOldestTask(t *testing.T) {
 	t.Parallel()
 	st, pool := newStore(t)
-	const queue = "faironly" // no settings: grouped tasks alone make the walk fair
-	createN(t, st, queue, 4, func(i int) string { return fmt.Sprintf("g%d", i/2) }) // g0, g0, g1, g1
+	// No settings: grouped tasks alone make the walk fair. Groups g0, g0, g1, g1.
+	const queue = "faironly"
+	createN(t, st, queue, 4, func(i int) string { return fmt.Sprintf("g%d", i/2) })
 	exec(t, pool, `INSERT INTO rota.queue_cursors (queue, group_key) VALUES ($1, NULL)`, queue)
 
 	tx, n := openClaim(t, pool, queue, 1) // g0's oldest task
