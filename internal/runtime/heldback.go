@@ -56,11 +56,22 @@ func (f *fetcher) concurrencyHeldRecently() bool {
 // for nothing. So it asks only for the slots whose tasks' outcomes are written; with a
 // limit equal to the worker's concurrency, exactly the room the limit has left.
 // Without a recent hold it asks for all n: the limit, if any, is higher.
+//
+// A worker with one claiming loop (FetchLoops 1: large claims) asks for at most half
+// the queue's slots while the limit bites: a claim of every free slot would leave
+// nothing to claim until all of its tasks' outcomes were written, so claims and commits
+// would take turns; by halves, one half is claimed while the other's outcomes are
+// written (measured at Concurrency 1,000: docs/performance.md "Flow control (session
+// 10)"). Two loops (smaller claims) overlap already: one claims while the other waits.
 func (f *fetcher) roomForClaim(n int) int {
 	if !f.concurrencyHeldRecently() {
 		return n
 	}
-	return max(0, n-int(f.uncommitted.Load()))
+	room := max(0, n-int(f.uncommitted.Load()))
+	if f.w.cfg.FetchLoops == 1 {
+		room = min(room, max(1, (f.w.capacity.limit(f.queue)+1)/2))
+	}
+	return room
 }
 
 // waitCommitted waits, after a claim held back by a concurrency limit or when

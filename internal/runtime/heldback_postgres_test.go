@@ -139,3 +139,47 @@ func TestDrainAtTheConcurrencyLimitIsNotHeldBackPostgres(t *testing.T) {
 		t.Fatalf("%d of %d claims were held back by the concurrency limit", n, c)
 	}
 }
+
+// With one claiming loop (large claims) and concurrency equal to the worker's own, the
+// worker claims at most half its slots at once while the limit bites (roomForClaim), so
+// that one half is claimed while the other half's outcomes are written. The old worker
+// claimed every slot whose outcome was written: with handlers that return at once, all
+// of them, so its next claim waited for the whole batch's commit. Claims asking for more
+// than half come only before the worker has seen the limit (a held claim), which it
+// forgets concurrencyHeldFor after the last.
+func TestOneLoopClaimsHalfTheSlotsAtTheConcurrencyLimitPostgres(t *testing.T) {
+	const tasks, slots = 600, 10
+	st := limitedStore(t, store.DefaultQueue, store.QueuePatch{Concurrency: &store.Change[int]{To: new(slots)}})
+	var held, whole, claims atomic.Int64
+	mux := runtime.NewMux()
+	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error { return nil })
+	cfg := testConfig(t)
+	cfg.Concurrency = slots
+	cfg.FetchLoops = 1
+	cfg.Store = &wrapStore{Store: st, claim: func(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
+		tasks, err := st.ClaimTasks(ctx, p)
+		claims.Add(1)
+		if p.Limit > slots/2 {
+			whole.Add(1)
+		}
+		if p.Report != nil && p.Report.HeldBack != "" {
+			held.Add(1)
+		}
+		return tasks, err
+	}}
+	h := newHarness(t, mux, cfg)
+	params := make([]store.CreateParams, tasks)
+	for i := range params {
+		params[i] = store.CreateParams{Kind: "noop"}
+	}
+	ids := h.create(params...)
+	h.start()
+	for _, id := range ids {
+		h.waitStatus(id, store.StatusSucceeded)
+	}
+	// Each hold is followed by claims of at most half for concurrencyHeldFor; before the
+	// first, and after each such while, a claim or two may ask for every slot.
+	if w, n, c := whole.Load(), held.Load(), claims.Load(); w > 2*(n+1) {
+		t.Fatalf("%d of %d claims asked for more than half the slots, with %d held back", w, c, n)
+	}
+}

@@ -95,3 +95,41 @@ func TestGroupOnlyClaimsOverlap(t *testing.T) {
 		t.Fatalf("a claim with every group at its limit took %d tasks", len(got))
 	}
 }
+
+// TestFairStepPastALockedOldestTask: the fair round's step takes each group's first
+// index entry, its oldest task, and locks it by ctid (migration 0038). When another open
+// claim holds that task, the round still serves the group's next due task (the probe of
+// 0036, kept for this case), as a fairness-only walk did before: the second claim takes
+// one task of each group, not two of the group whose oldest task was free.
+func TestFairStepPastALockedOldestTask(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	// No settings: grouped tasks alone make the walk fair. Groups g0, g0, g1, g1.
+	const queue = "faironly"
+	createN(t, st, queue, 4, func(i int) string { return fmt.Sprintf("g%d", i/2) })
+	exec(t, pool, `INSERT INTO rota.queue_cursors (queue, group_key) VALUES ($1, NULL)`, queue)
+
+	tx, n := openClaim(t, pool, queue, 1) // g0's oldest task
+	if n != 1 {
+		t.Fatalf("the open claim took %d tasks, want 1", n)
+	}
+	var r claimResult
+	select {
+	case r = <-claimAsync(st, queue, 2):
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second claim of a fairness-only queue waited for the open claim")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	groups := map[string]int{}
+	for _, task := range r.tasks {
+		groups[task.GroupKey]++
+	}
+	if len(r.tasks) != 2 || groups["g0"] != 1 || groups["g1"] != 1 {
+		t.Fatalf("the second claim took groups %v, want one task each of g0 and g1", groups)
+	}
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
