@@ -33,7 +33,7 @@ type pickupStages struct {
 	ClaimP99ms  float64 `json:"claim_p99_ms"`
 	StartP50ms  float64 `json:"start_p50_ms"`
 	StartP99ms  float64 `json:"start_p99_ms"`
-	Claims      int     `json:"claims"`       // distinct claim statements that returned the jobs
+	Claims      int     `json:"claims"` // distinct claim statements that returned the jobs
 	TasksPerRun float64 `json:"tasks_per_claim"`
 }
 
