@@ -140,6 +140,7 @@ type stmtStat struct {
 	Calls  int64   `json:"calls"`
 	MeanMs float64 `json:"mean_ms"` // execution only: no commit, no round trip
 	Rows   int64   `json:"rows"`
+	Blocks int64   `json:"blocks"` // shared blocks hit and read
 }
 
 type stmtSnap map[int64]stmtStat // by queryid; MeanMs holds the total here
@@ -150,7 +151,8 @@ func snapStatements(ctx context.Context, db *database) stmtSnap {
 		return nil
 	}
 	rows, err := db.mon.Query(ctx, `
-		SELECT s.queryid, left(regexp_replace(s.query, '\s+', ' ', 'g'), 70), s.calls, s.total_exec_time, s.rows
+		SELECT s.queryid, left(regexp_replace(s.query, '\s+', ' ', 'g'), 70), s.calls, s.total_exec_time, s.rows,
+		       (s.shared_blks_hit + s.shared_blks_read)::bigint
 		FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
 		WHERE d.datname = current_database()`)
 	if err != nil {
@@ -161,7 +163,7 @@ func snapStatements(ctx context.Context, db *database) stmtSnap {
 	for rows.Next() {
 		var id int64
 		var st stmtStat
-		if rows.Scan(&id, &st.Query, &st.Calls, &st.MeanMs, &st.Rows) == nil {
+		if rows.Scan(&id, &st.Query, &st.Calls, &st.MeanMs, &st.Rows, &st.Blocks) == nil {
 			snap[id] = st
 		}
 	}
@@ -177,7 +179,7 @@ func topStatements(from, to stmtSnap, k int) []stmtStat {
 	for id, t := range to {
 		f := from[id]
 		if calls := t.Calls - f.Calls; calls > 0 {
-			out = append(out, stmtStat{Query: t.Query, Calls: calls, MeanMs: t.MeanMs - f.MeanMs, Rows: t.Rows - f.Rows})
+			out = append(out, stmtStat{Query: t.Query, Calls: calls, MeanMs: t.MeanMs - f.MeanMs, Rows: t.Rows - f.Rows, Blocks: t.Blocks - f.Blocks})
 		}
 	}
 	slices.SortFunc(out, func(a, b stmtStat) int { return cmpFloat(b.MeanMs, a.MeanMs) })
@@ -199,5 +201,5 @@ func cmpFloat(a, b float64) int {
 }
 
 func (s stmtStat) String() string {
-	return fmt.Sprintf("%8d calls  %7.3f ms mean  %6.1f rows/call  %s", s.Calls, s.MeanMs, float64(s.Rows)/float64(s.Calls), s.Query)
+	return fmt.Sprintf("%8d calls  %7.3f ms mean  %6.1f rows/call  %7.1f blocks/call  %s", s.Calls, s.MeanMs, float64(s.Rows)/float64(s.Calls), float64(s.Blocks)/float64(s.Calls), s.Query)
 }

@@ -160,6 +160,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		for range cfg.FetchLoops {
 			fetchDone.Go(func() { f.run(ctx) })
 		}
+		if cfg.Source == nil {
+			for range wakeClaimers {
+				fetchDone.Go(func() { f.runWakeClaimer(ctx) })
+			}
+		}
 	}
 
 	<-ctx.Done()
