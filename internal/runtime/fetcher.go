@@ -28,14 +28,6 @@ type fetcher struct {
 	w     *Worker
 	queue string
 	wake  chan struct{} // buffer 1: the listener, reaper or idle watcher says there may be due tasks
-	// wakeExtra (buffer 1) hears the same wake-ups as wake, for the wake claimers
-	// (wakeclaim.go); waiting, backlogLoops and held tell them when to leave one to the
-	// FetchLoops loops: waiting counts those waiting for a wake-up, backlogLoops those
-	// claiming a backlog, and held says the queue's last claim was held back by a setting.
-	wakeExtra    chan struct{}
-	waiting      atomic.Int32
-	backlogLoops atomic.Int32
-	held         atomic.Bool
 	// idle counts the loops of this queue (FetchLoops) whose last claim came back short
 	// and that wait for a wake-up; the idle watcher looks for due tasks on their behalf.
 	idle atomic.Int32
@@ -78,8 +70,8 @@ type claimLoop struct {
 const claimHintMaxAge = time.Second
 
 func newFetcher(w *Worker, queue string) *fetcher {
-	f := &fetcher{w: w, queue: queue, wake: make(chan struct{}, 1), wakeExtra: make(chan struct{}, 1),
-		idleTurn: make(chan struct{}, 1), committed: make(chan struct{}, 1)}
+	f := &fetcher{w: w, queue: queue, wake: make(chan struct{}, 1), idleTurn: make(chan struct{}, 1),
+		committed: make(chan struct{}, 1)}
 	f.idleTurn <- struct{}{}
 	return f
 }
@@ -87,15 +79,6 @@ func newFetcher(w *Worker, queue string) *fetcher {
 // notify wakes the fetcher without blocking; wake-ups that arrive while one is pending
 // merge into it.
 func (f *fetcher) notify() {
-	f.notifyLoops()
-	select {
-	case f.wakeExtra <- struct{}{}:
-	default:
-	}
-}
-
-// notifyLoops wakes one of the FetchLoops loops only, not the wake claimers.
-func (f *fetcher) notifyLoops() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
@@ -113,22 +96,8 @@ func (f *fetcher) run(ctx context.Context) {
 	// claim of a sibling (below), which says the queue has a backlog, or as the first
 	// would be. So a worker of many idle queues claims once per queue on start.
 	backlog := f.loops.Add(1) == 1
-	inBacklog := false // counted in f.backlogLoops
-	defer func() {
-		if inBacklog {
-			f.backlogLoops.Add(-1)
-		}
-	}()
 	failures := 0
 	for {
-		if backlog != inBacklog {
-			inBacklog = backlog
-			if backlog {
-				f.backlogLoops.Add(1)
-			} else {
-				f.backlogLoops.Add(-1)
-			}
-		}
 		if !backlog && !f.waitIdle(ctx) {
 			return
 		}
@@ -138,11 +107,7 @@ func (f *fetcher) run(ctx context.Context) {
 		if backlog && !f.waitForSlots(ctx) {
 			return
 		}
-		size := f.claimSize()
-		if !backlog {
-			size = wokenClaimSize(size)
-		}
-		n := f.w.capacity.reserve(f.queue, size)
+		n := f.w.capacity.reserve(f.queue, f.claimSize())
 		if n == 0 {
 			// Every slot is busy (or another queue's fetcher took the last ones): the
 			// next claim waits for slots to free up.
@@ -194,9 +159,8 @@ func (f *fetcher) run(ctx context.Context) {
 		if backlog && cfg.FetchLoops > 1 {
 			// A backlog: a sibling loop claims too, while these tasks run (its claim
 			// takes the slots they free), so one claim is always in flight.
-			f.notifyLoops()
+			f.notify()
 		}
-		f.held.Store(loop.report.HeldBack != "")
 		if held := loop.report.HeldBack; held != "" {
 			// Due tasks are left that a setting holds back: not idle (heldback.go).
 			cfg.Observer.ClaimHeldBack(f.queue, held)
@@ -212,8 +176,6 @@ func (f *fetcher) run(ctx context.Context) {
 // Only PENDING queues have the idle watcher (Store.NextDue looks at PENDING tasks); a
 // poll-mode worker claiming ENQUEUED tasks polls on its own timer.
 func (f *fetcher) waitIdle(ctx context.Context) bool {
-	f.waiting.Add(1)
-	defer f.waiting.Add(-1)
 	var poll <-chan time.Time
 	if f.w.idleWatched() {
 		f.idle.Add(1)
@@ -241,13 +203,6 @@ func (f *fetcher) claimSize() int {
 	cfg := &f.w.cfg
 	return min(cfg.FetchBatch, max(1, cfg.Concurrency/len(f.w.fetchers)))
 }
-
-// wokenClaimSize is what a claim made on a wake-up (not on a backlog) asks for: half of
-// size. A claim holds the slots it asks for until it returns; one that asked for every
-// free slot left none to the claim of the next wake-up, which then waited for it
-// (wakeclaim.go). A claim that comes back full says there is a backlog, and the next
-// asks for everything again.
-func wokenClaimSize(size int) int { return max(1, size/2) }
 
 // gatherWindow bounds how long a fetcher with a backlog waits for more slots to free up
 // after the first one did.

@@ -160,11 +160,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		for range cfg.FetchLoops {
 			fetchDone.Go(func() { f.run(ctx) })
 		}
-		if cfg.Source == nil {
-			for range wakeClaimers {
-				fetchDone.Go(func() { f.runWakeClaimer(ctx) })
-			}
-		}
 	}
 
 	<-ctx.Done()
