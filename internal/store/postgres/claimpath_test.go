@@ -48,3 +48,30 @@ func TestPlainQueueRacedClaimStaysOnPlainPath(t *testing.T) {
 		})
 	}
 }
+
+// The settings read of recheckFlowControlled is planned per call; made from the
+// statistics of an empty table (retention emptied it, autovacuum analyzed it, the table
+// filled again) it must still probe an index, never scan rota.tasks.
+func TestFlowControlRecheckNeverScansTasks(t *testing.T) {
+	pool, st := emptyTableStore(t)
+	createNoop(t, st, 20000) // in the default queue; the statistics still say empty
+	const queue = "q"
+	arrived := false
+	restore := postgres.SetAfterEmptyPlainClaim(func(q string) {
+		if q == queue && !arrived {
+			arrived = true
+			createN(t, st, queue, 1, noGroup)
+		}
+	})
+	defer restore()
+	assertIndexBound(t, pool, "a claim whose task came in between its statements", 1000, func() {
+		tasks, err := st.ClaimTasks(context.Background(), store.ClaimParams{Queue: queue, From: store.StatusPending,
+			WorkerID: "w", Limit: 10, LeaseDuration: time.Minute})
+		if err != nil || len(tasks) != 1 {
+			t.Fatalf("claim: %d tasks, %v", len(tasks), err)
+		}
+	})
+	if postgres.FlowControlledRecently(st, queue) {
+		t.Fatal("the plain queue is taken for a flow-controlled one")
+	}
+}
