@@ -316,6 +316,10 @@ type Result struct {
 	E2EP95ms     float64 `json:"e2e_p95_ms,omitempty"`
 	E2EP99ms     float64 `json:"e2e_p99_ms,omitempty"`
 	E2EMaxMs     float64 `json:"e2e_max_ms,omitempty"`
+	// Stages splits a Rota pickup (stages.go).
+	Stages *pickupStages `json:"stages,omitempty"`
+	// Statements are the steady run's statements with the most execution time.
+	Statements []stmtStat `json:"statements,omitempty"`
 	// pressure: blocks per task over the first and the last 10% of the drain.
 	Blocks *blockStats `json:"blocks,omitempty"`
 	// Load1 is the machine's 1-minute load average when the run ended (Linux only): the

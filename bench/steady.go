@@ -60,6 +60,20 @@ func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 			}
 		},
 	}
+	var before stmtSnap
+	var rec *stageRecorder
+	if s.IsRota() {
+		rec = newStageRecorder(base, n)
+		h.claimed = rec.claimed
+		lctx, cancel := context.WithCancel(ctx)
+		waitListener, err := rec.listen(lctx, s.database(), "rota_tasks")
+		if err != nil {
+			cancel()
+			return res, fmt.Errorf("listen: %w", err)
+		}
+		defer waitListener()
+		defer cancel()
+	}
 	stop, err := s.Start(ctx, h)
 	if err != nil {
 		return res, err
@@ -71,6 +85,7 @@ func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		before = snapStatements(ctx, s.database())
 		interval := time.Second / time.Duration(rate)
 		p0 := time.Now()
 		var next atomic.Int64
@@ -118,6 +133,10 @@ func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 	if err != nil {
 		return res, err
 	}
+	if rec != nil {
+		res.Stages = rec.stages(insertedAt, startedAt)
+	}
+	res.Statements = topStatements(before, snapStatements(ctx, s.database()), 5)
 	pickup := make([]time.Duration, n)
 	e2e := make([]time.Duration, n)
 	for seq := 1; seq <= n; seq++ {

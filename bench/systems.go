@@ -43,6 +43,10 @@ type hooks struct {
 	// River's EventKindJobCompleted subscription (sent by its completer after its
 	// UPDATE returned). nil: not observed (drains count rows in the database instead).
 	succeeded func(seq int)
+	// claimed, when set, is called for each claimed job before its handler runs, with when
+	// its claim statement started (the database's now(), on the same machine's clock) and
+	// when the claim returned to the worker. Rota only: it splits the pickup (stages.go).
+	claimed func(seq int, claimStarted, claimReturned time.Time)
 }
 
 // system is one queue configuration under test, bound to its own database.
@@ -413,7 +417,20 @@ func payloadSeq(payload []byte) (int, error) {
 // committed.
 type succeededObserver struct {
 	runtime.Observer
-	fn func(seq int)
+	fn      func(seq int)
+	claimed func(seq int, claimStarted, claimReturned time.Time)
+}
+
+// TaskClaimed reports the claim's start (processing_started_at, the claim statement's
+// now()) and return to claimed, for the pickup's stages.
+func (o succeededObserver) TaskClaimed(t *store.Task) {
+	o.Observer.TaskClaimed(t)
+	if o.claimed == nil || t.ProcessingStartedAt == nil {
+		return
+	}
+	if seq, err := payloadSeq(t.Payload); err == nil {
+		o.claimed(seq, *t.ProcessingStartedAt, time.Now())
+	}
 }
 
 func (o succeededObserver) OutcomeRecorded(t *store.Task, status store.Status) {
@@ -443,7 +460,7 @@ func (s *rotaSystem) Start(ctx context.Context, h hooks) (func() error, error) {
 	cfg.Logger = discardLogger()
 	// `rota worker` always counts its events in Prometheus metrics (cmd/rota/worker.go:
 	// Observer: metrics.New(reg)); so does this worker, on a registry of its own.
-	cfg.Observer = succeededObserver{Observer: metrics.New(metrics.NewRegistry()), fn: h.succeeded}
+	cfg.Observer = succeededObserver{Observer: metrics.New(metrics.NewRegistry()), fn: h.succeeded, claimed: h.claimed}
 	w, err := s.client.NewWorker(cfg)
 	if err != nil {
 		return nil, err

@@ -16,3 +16,15 @@ func SetMigrationLockTimeout(d time.Duration) (restore func()) {
 	migrationLockTimeout = d
 	return func() { migrationLockTimeout = old }
 }
+
+// SetAfterEmptyPlainClaim runs fn between a plain claim that claimed nothing and the
+// rota.claim_limited call after it; the returned func removes it.
+func SetAfterEmptyPlainClaim(fn func(queue string)) (restore func()) {
+	afterEmptyPlainClaim = fn
+	return func() { afterEmptyPlainClaim = nil }
+}
+
+// FlowControlledRecently reports whether s's next claim of queue skips the plain statement.
+func FlowControlledRecently(s *Store, queue string) bool {
+	return s.flowControlled.recently(queue) && !s.plainQueues.recently(queue)
+}
