@@ -30,11 +30,7 @@ func TestFlowScheduleOverlapKill9(t *testing.T) {
 			"--reap-interval", "250ms", "--poll-interval", "100ms", "--log-level", "warn")
 	}
 	serveB, worker := startB(0), startWorker(0)
-	api.call("POST", "/api/schedules", map[string]any{"name": name, "cron_spec": "0 0 1 1 *", "overlap": "buffer_one",
-		"flow": map[string]any{"name": name, "queue": name, "steps": []any{
-			map[string]any{"name": "long", "kind": "sleep", "payload": map[string]any{"ms": overlapRunFor.Milliseconds()}},
-			map[string]any{"name": "short", "kind": "sleep", "payload": map[string]any{"ms": 100}, "depends_on": []string{"long"}},
-		}}}).expect(t, "create flow schedule", 201, "")
+	api.call("POST", "/api/schedules", overlapFlowSchedule(name, "buffer_one")).expect(t, "create flow schedule", 201, "")
 
 	base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
 	tick := time.NewTicker(time.Second)
@@ -52,16 +48,7 @@ func TestFlowScheduleOverlapKill9(t *testing.T) {
 		}
 	}
 	tick.Stop()
-	waitFor(t, 2*time.Minute, "every flow to end", func() (bool, string) {
-		var due, running, live int
-		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM rota.schedules WHERE next_run_at <= now()),
-		                                     (SELECT count(*) FROM rota.flows WHERE status = 'RUNNING'),
-		                                     (SELECT count(*) FROM rota.tasks WHERE status IN ('PENDING', 'ENQUEUED', 'PROCESSING'))`).
-			Scan(&due, &running, &live); err != nil {
-			t.Fatal(err)
-		}
-		return due == 0 && running == 0 && live == 0, fmt.Sprintf("%d schedules due, %d flows running, %d tasks live", due, running, live)
-	})
+	waitForFlowsToEnd(t, pool, 2*time.Minute)
 	worker.stop(t, 10*time.Second)
 	serveB.stop(t, 10*time.Second)
 

@@ -20,7 +20,6 @@ import (
 // that ended the flow before it; under cancel_other every flow but the last was canceled
 // by the claim that started the next (same transaction), its running step asked to stop.
 func TestFlowScheduleOverlapTwoServers(t *testing.T) {
-	ctx := context.Background()
 	dbURL, pool := newDB(t)
 	args := func() []string {
 		return []string{"serve", "--database-url", dbURL, "--addr", "127.0.0.1:0", "--token", apiToken,
@@ -39,11 +38,7 @@ func TestFlowScheduleOverlapTwoServers(t *testing.T) {
 	startProc(t, "worker", nil, "worker", "--database-url", dbURL, "--queues", strings.Join(queues, ","),
 		"--poll-interval", "100ms", "--log-level", "warn")
 	for _, p := range policies {
-		servers[0].call("POST", "/api/schedules", map[string]any{"name": name(p), "cron_spec": "0 0 1 1 *", "overlap": p,
-			"flow": map[string]any{"name": name(p), "queue": name(p), "steps": []any{
-				map[string]any{"name": "long", "kind": "sleep", "payload": map[string]any{"ms": overlapRunFor.Milliseconds()}},
-				map[string]any{"name": "short", "kind": "sleep", "payload": map[string]any{"ms": 100}, "depends_on": []string{"long"}},
-			}}}).expect(t, "create flow schedule "+p, 201, "")
+		servers[0].call("POST", "/api/schedules", overlapFlowSchedule(name(p), p)).expect(t, "create flow schedule "+p, 201, "")
 	}
 
 	base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
@@ -57,16 +52,7 @@ func TestFlowScheduleOverlapTwoServers(t *testing.T) {
 		<-tick.C
 	}
 	tick.Stop()
-	waitFor(t, 90*time.Second, "every flow to end", func() (bool, string) {
-		var due, running, live int
-		if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM rota.schedules WHERE next_run_at <= now()),
-		                                     (SELECT count(*) FROM rota.flows WHERE status = 'RUNNING'),
-		                                     (SELECT count(*) FROM rota.tasks WHERE status IN ('PENDING', 'ENQUEUED', 'PROCESSING'))`).
-			Scan(&due, &running, &live); err != nil {
-			t.Fatal(err)
-		}
-		return due == 0 && running == 0 && live == 0, fmt.Sprintf("%d schedules due, %d flows running, %d tasks live", due, running, live)
-	})
+	waitForFlowsToEnd(t, pool, 90*time.Second)
 	for _, p := range policies {
 		t.Run(p, func(t *testing.T) {
 			c := servers[0]
@@ -91,6 +77,32 @@ func TestFlowScheduleOverlapTwoServers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// overlapFlowSchedule is the body that creates schedule name of kind flow, overlap
+// policy, whose flow (named name, in queue name) is sleep (overlapRunFor) -> sleep (0.1
+// s), due only when the test moves it (its cron comes once a year).
+func overlapFlowSchedule(name, policy string) map[string]any {
+	return map[string]any{"name": name, "cron_spec": "0 0 1 1 *", "overlap": policy,
+		"flow": map[string]any{"name": name, "queue": name, "steps": []any{
+			map[string]any{"name": "long", "kind": "sleep", "payload": map[string]any{"ms": overlapRunFor.Milliseconds()}},
+			map[string]any{"name": "short", "kind": "sleep", "payload": map[string]any{"ms": 100}, "depends_on": []string{"long"}},
+		}}}
+}
+
+// waitForFlowsToEnd waits until no schedule is due, no flow runs and no task is live.
+func waitForFlowsToEnd(t *testing.T, pool *pgxpool.Pool, d time.Duration) {
+	t.Helper()
+	waitFor(t, d, "every flow to end", func() (bool, string) {
+		var due, running, live int
+		if err := pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM rota.schedules WHERE next_run_at <= now()),
+		                                     (SELECT count(*) FROM rota.flows WHERE status = 'RUNNING'),
+		                                     (SELECT count(*) FROM rota.tasks WHERE status IN ('PENDING', 'ENQUEUED', 'PROCESSING'))`).
+			Scan(&due, &running, &live); err != nil {
+			t.Fatal(err)
+		}
+		return due == 0 && running == 0 && live == 0, fmt.Sprintf("%d schedules due, %d flows running, %d tasks live", due, running, live)
+	})
 }
 
 // flowRun is one flow a schedule started, as the database has it at the end.
