@@ -123,16 +123,7 @@ func TestDrainAtTheConcurrencyLimitIsNotHeldBackPostgres(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Concurrency = slots
 	cfg.Store = claimCountingStore(st, &claims, &held)
-	h := newHarness(t, mux, cfg)
-	params := make([]store.CreateParams, tasks)
-	for i := range params {
-		params[i] = store.CreateParams{Kind: "noop"}
-	}
-	ids := h.create(params...)
-	h.start()
-	for _, id := range ids {
-		h.waitStatus(id, store.StatusSucceeded)
-	}
+	drainNoops(newHarness(t, mux, cfg), tasks)
 	// A few are expected: the first claim that finds the limit (and one each time the
 	// worker stops watching, concurrencyHeldFor after the last).
 	if n, c := held.Load(), claims.Load(); n*10 > c {
@@ -167,8 +158,18 @@ func TestOneLoopClaimsHalfTheSlotsAtTheConcurrencyLimitPostgres(t *testing.T) {
 		}
 		return tasks, err
 	}}
-	h := newHarness(t, mux, cfg)
-	params := make([]store.CreateParams, tasks)
+	drainNoops(newHarness(t, mux, cfg), tasks)
+	// Each hold is followed by claims of at most half for concurrencyHeldFor; before the
+	// first, and after each such while, a claim or two may ask for every slot.
+	if w, n, c := whole.Load(), held.Load(), claims.Load(); w > 2*(n+1) {
+		t.Fatalf("%d of %d claims asked for more than half the slots, with %d held back", w, c, n)
+	}
+}
+
+// drainNoops creates n noop tasks, starts h's worker and waits for every task to succeed.
+func drainNoops(h *harness, n int) {
+	h.t.Helper()
+	params := make([]store.CreateParams, n)
 	for i := range params {
 		params[i] = store.CreateParams{Kind: "noop"}
 	}
@@ -176,10 +177,5 @@ func TestOneLoopClaimsHalfTheSlotsAtTheConcurrencyLimitPostgres(t *testing.T) {
 	h.start()
 	for _, id := range ids {
 		h.waitStatus(id, store.StatusSucceeded)
-	}
-	// Each hold is followed by claims of at most half for concurrencyHeldFor; before the
-	// first, and after each such while, a claim or two may ask for every slot.
-	if w, n, c := whole.Load(), held.Load(), claims.Load(); w > 2*(n+1) {
-		t.Fatalf("%d of %d claims asked for more than half the slots, with %d held back", w, c, n)
 	}
 }
