@@ -16,11 +16,19 @@ import (
 var copyColumns = []string{"id", "queue", "kind", "payload", "priority", "scheduled_for",
 	"max_attempts", "timeout_seconds", "trace_context", "group_key"}
 
-// copyable reports whether a normalized batch may be written by COPY (copyTasks) instead
-// of create_tasks.sql: no task has an idempotency key (COPY has no ON CONFLICT) or a
-// delay (a delay is added to now() by the SQL, DESIGN.md section 9; the batch then takes
-// the INSERT).
+// copyMinTasks is the smallest batch worth a COPY: a copy takes four round trips
+// (BEGIN, the clock, COPY, COMMIT) where the INSERT takes one, which a batch of a few
+// tasks does not win back (BenchmarkCreateTasks's sizes).
+var copyMinTasks = 20
+
+// copyable reports whether a normalized batch is written by COPY (copyTasks) instead of
+// create_tasks.sql: it holds at least copyMinTasks tasks, and none has an idempotency key
+// (COPY has no ON CONFLICT) or a delay (a delay is added to now() by the SQL, DESIGN.md
+// section 9; the batch then takes the INSERT).
 func copyable(ps []store.CreateParams) bool {
+	if len(ps) < copyMinTasks {
+		return false
+	}
 	for i := range ps {
 		if ps[i].IdempotencyKey != "" || ps[i].Delay != 0 {
 			return false

@@ -16,3 +16,14 @@ func SetMigrationLockTimeout(d time.Duration) (restore func()) {
 	migrationLockTimeout = d
 	return func() { migrationLockTimeout = old }
 }
+
+// SetCopyMinTasks sets the smallest batch CreateTasks copies (createcopy.go) for a
+// benchmark or test; the returned func restores it.
+func SetCopyMinTasks(n int) (restore func()) {
+	old := copyMinTasks
+	copyMinTasks = n
+	return func() { copyMinTasks = old }
+}
+
+// CopyMinTasks is the smallest batch CreateTasks copies.
+func CopyMinTasks() int { return copyMinTasks }

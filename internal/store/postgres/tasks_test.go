@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
 )
 
 func TestCreateTasksDefaultsAndGet(t *testing.T) {
@@ -344,6 +345,33 @@ func TestCreateTasksWakeUps(t *testing.T) {
 	if got := heard(); !slices.Equal(got, []string{"tx"}) {
 		t.Errorf("CreateTasksTx's commit woke %q, want tx", got)
 	}
+
+	// The same for batches written by COPY (createcopy.go).
+	copied := noops(postgres.CopyMinTasks(), store.CreateParams{Queue: "later", Kind: "k", ScheduledFor: time.Now().Add(time.Hour)})
+	for i := range copied[:len(copied)-1] {
+		copied[i].Queue = "c"
+	}
+	mustCreate(t, st, copied...)
+	if got := heard(); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("a copied CreateTasks woke %q, want one wake-up for c", got)
+	}
+	tx, err = pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := st.CreateTasksTx(ctx, tx, copied); err != nil {
+		t.Fatal(err)
+	}
+	if got := heard(); len(got) != 0 {
+		t.Errorf("a copied CreateTasksTx woke %q before the caller committed", got)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := heard(); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("a copied CreateTasksTx's commit woke %q, want c", got)
+	}
 }
 
 // recordingTx is a transaction that keeps the text of every query it runs, and
@@ -363,8 +391,18 @@ func (tx *recordingTx) CopyFrom(ctx context.Context, table pgx.Identifier, colum
 	return tx.Tx.CopyFrom(ctx, table, columns, src)
 }
 
-// TestCreateTasksKeylessBatchIsACopy: a batch without idempotency keys or delays is
-// written by one COPY (createcopy.go); a batch with a delay inserts without ON CONFLICT
+// noops is n-1 no-op tasks and last.
+func noops(n int, last store.CreateParams) []store.CreateParams {
+	ps := make([]store.CreateParams, n-1, n)
+	for i := range ps {
+		ps[i] = store.CreateParams{Kind: "noop"}
+	}
+	return append(ps, last)
+}
+
+// TestCreateTasksKeylessBatchIsACopy: a batch without idempotency keys or delays, of at
+// least CopyMinTasks tasks, is written by one COPY (createcopy.go); a smaller one, or one
+// with a delay, inserts without ON CONFLICT
 // (an arbiter index makes every row a speculative insertion: a lock and a second WAL
 // record per row); a batch with one key keeps the clause and still resolves that key to
 // the existing task.
@@ -380,8 +418,9 @@ func TestCreateTasksKeylessBatchIsACopy(t *testing.T) {
 		want         string
 		wantExisting []bool
 	}{
-		{"keyless", []store.CreateParams{{Kind: "noop"}, {Kind: "noop", ScheduledFor: time.Now().Add(time.Hour)}}, copied, []bool{false, false}},
-		{"keyless with a delay", []store.CreateParams{{Kind: "noop"}, {Kind: "noop", Delay: time.Hour}}, inserted, []bool{false, false}},
+		{"keyless", noops(postgres.CopyMinTasks(), store.CreateParams{Kind: "noop", ScheduledFor: time.Now().Add(time.Hour)}), copied, nil},
+		{"keyless, too few to copy", noops(postgres.CopyMinTasks()-2, store.CreateParams{Kind: "noop"}), inserted, nil},
+		{"keyless with a delay", noops(postgres.CopyMinTasks(), store.CreateParams{Kind: "noop", Delay: time.Hour}), inserted, nil},
 		{"one key", []store.CreateParams{{Kind: "noop"}, {Kind: "noop", IdempotencyKey: "k"}}, upserted, []bool{false, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -404,7 +443,7 @@ func TestCreateTasksKeylessBatchIsACopy(t *testing.T) {
 					t.Errorf("the batch ran %s, want %s", got, tc.want)
 				}
 				for i, r := range res {
-					if r.Existing != tc.wantExisting[i] {
+					if r.Existing != (tc.wantExisting != nil && tc.wantExisting[i]) {
 						t.Errorf("task %d: Existing %v, want %v", i, r.Existing, tc.wantExisting[i])
 					}
 				}
@@ -429,13 +468,18 @@ func TestCreateTasksReturnsStoredRows(t *testing.T) {
 	ctx := context.Background()
 	at := time.Now().Add(time.Hour + 123456789*time.Nanosecond).In(time.FixedZone("X", 3600))
 	trace := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	// batch is big enough to be copied unless extra holds a delay or a key.
 	batch := func(extra ...store.CreateParams) []store.CreateParams {
-		return append([]store.CreateParams{
+		ps := append([]store.CreateParams{
 			{Kind: "noop"},
 			{Kind: "email", Queue: "mail", Payload: json.RawMessage(`{"to":"a@b.c", "n": [1, 2.50, {"z": null}]}`), Priority: -3,
 				ScheduledFor: at, MaxAttempts: 3, TimeoutSeconds: 9, GroupKey: "tenant-1", TraceContext: trace},
 			{Kind: "noop", Queue: "mail", Payload: json.RawMessage(`"just a string"`), Priority: 5},
 		}, extra...)
+		for len(ps) < postgres.CopyMinTasks() {
+			ps = append(ps, store.CreateParams{Kind: "noop"})
+		}
+		return ps
 	}
 	check := func(t *testing.T, res []store.CreateResult, wantTrace bool) {
 		t.Helper()
