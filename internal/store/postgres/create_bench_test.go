@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -19,9 +20,6 @@ import (
 //
 //	eval "$(scripts/pg-stock.sh env)"
 //	go test -run '^$' -bench CreateTasks -benchtime 100x ./internal/store/postgres/
-//
-// BenchmarkCreateTasks/size=N/{copy,insert} times CreateTasks of smaller keyless batches
-// written by COPY and by the INSERT, the choice copyMinTasks (createcopy.go) makes.
 func BenchmarkCreateTasks(b *testing.B) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(b)
@@ -62,15 +60,48 @@ func BenchmarkCreateTasks(b *testing.B) {
 			})
 		})
 	})
-	for _, size := range []int{1, 5, 10, 20, 50} {
-		for _, mode := range []struct {
-			name    string
-			minCopy int
-		}{{"copy", 1}, {"insert", 1 << 30}} {
-			b.Run(fmt.Sprintf("size=%d/%s", size, mode.name), func(b *testing.B) {
-				defer postgres.SetCopyMinTasks(mode.minCopy)()
-				run(b, size, createTasks)
-			})
-		}
+}
+
+// BenchmarkCreateTasksCopyOrInsert times keyless batches of each size written by COPY and
+// by the INSERT, alternately, one batch each per iteration (so that the load of a shared
+// machine falls on both alike), and reports each one's milliseconds per batch and their
+// ratio: the choice copyMinTasks (createcopy.go) makes. Run on the stock cluster:
+//
+//	go test -run '^$' -bench CreateTasksCopyOrInsert -benchtime 100x ./internal/store/postgres/
+func BenchmarkCreateTasksCopyOrInsert(b *testing.B) {
+	ctx := context.Background()
+	pool := pgtest.NewPool(b)
+	st := postgres.New(pool)
+	b.Cleanup(st.Close)
+	for _, size := range []int{1, 20, 50, 100, 200, 1000} {
+		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
+			var spent [2]time.Duration // copy, insert
+			n := 0
+			for b.Loop() {
+				if n%50 == 0 {
+					b.StopTimer()
+					execTB(b, pool, `TRUNCATE rota.tasks, rota.task_attempts CASCADE`)
+					b.StartTimer()
+				}
+				n++
+				for mode, minCopy := range []int{1, 1 << 30} {
+					restore := postgres.SetCopyMinTasks(minCopy)
+					ps := make([]store.CreateParams, size)
+					for i := range ps {
+						ps[i] = store.CreateParams{Kind: "noop"}
+					}
+					t0 := time.Now()
+					if _, err := st.CreateTasks(ctx, ps); err != nil {
+						b.Fatal(err)
+					}
+					spent[mode] += time.Since(t0)
+					restore()
+				}
+			}
+			perBatch := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(n) }
+			b.ReportMetric(perBatch(spent[0]), "copy-ms/batch")
+			b.ReportMetric(perBatch(spent[1]), "insert-ms/batch")
+			b.ReportMetric(float64(spent[1])/float64(spent[0]), "insert/copy")
+		})
 	}
 }

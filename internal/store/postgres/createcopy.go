@@ -17,9 +17,11 @@ var copyColumns = []string{"id", "queue", "kind", "payload", "priority", "schedu
 	"max_attempts", "timeout_seconds", "trace_context", "group_key"}
 
 // copyMinTasks is the smallest batch worth a COPY: a copy takes four round trips
-// (BEGIN, the clock, COPY, COMMIT) where the INSERT takes one, which a batch of a few
-// tasks does not win back (BenchmarkCreateTasks's sizes).
-var copyMinTasks = 20
+// (BEGIN, the clock, COPY, COMMIT) where the INSERT takes one, which a batch of fewer
+// than about 100 tasks does not win back (BenchmarkCreateTasksCopyOrInsert, stock
+// cluster, loaded machine: time of the INSERT over the COPY's 0.79-0.95 at 1-50 tasks,
+// 0.97-1.15 at 100, 1.05-1.20 at 150-200, 1.38-1.63 at 1,000).
+var copyMinTasks = 100
 
 // copyable reports whether a normalized batch is written by COPY (copyTasks) instead of
 // create_tasks.sql: it holds at least copyMinTasks tasks, and none has an idempotency key
