@@ -56,6 +56,9 @@ func (r *runner) insert(ctx context.Context, pair int, riverDB, rotaDB *database
 		return err
 	}
 	defer closeCases()
+	if len(r.o.InsertCases) > 0 {
+		cases = slices.DeleteFunc(cases, func(c insertCase) bool { return !slices.Contains(r.o.InsertCases, c.name) })
+	}
 	if pair%2 == 0 {
 		slices.Reverse(cases)
 	}

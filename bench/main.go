@@ -45,6 +45,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -107,6 +108,10 @@ type options struct {
 	InsertBatch int `json:"insert_batch"`
 	// InsertSingleDuration: how long each one-job-per-call insert case runs (0 = none).
 	InsertSingleDuration time.Duration `json:"insert_single_duration"`
+	// InsertCases limits the insert workload to these cases (empty = all).
+	InsertCases []string `json:"insert_cases,omitempty"`
+	// CPUProfile is the file of this process's CPU profile ("" = none).
+	CPUProfile string `json:"-"`
 	// PlanCacheMode, when set, is the plan_cache_mode of every connection of every pool.
 	PlanCacheMode string `json:"plan_cache_mode,omitempty"`
 	Warmup        bool   `json:"warmup"`
@@ -116,7 +121,7 @@ type options struct {
 // parseOptions reads the command line (getenv supplies --pg's default).
 func parseOptions(args []string, getenv func(string) string) (options, error) {
 	var o options
-	var river, rotaVariants, workloads, pressureOn string
+	var river, rotaVariants, workloads, pressureOn, insertCases string
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.PG, "pg", getenv("ROTA_TEST_DATABASE_URL"), "PostgreSQL URL of a role that may CREATE DATABASE (default $ROTA_TEST_DATABASE_URL)")
 	fs.IntVar(&o.Pairs, "pairs", 3, "how many alternating River/Rota pairs to run")
@@ -144,6 +149,8 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 	fs.IntVar(&o.InsertBatch, "insert-batch", 1_000, "insert workload: jobs per batch (at most 1000: the HTTP API's batch limit)")
 	fs.DurationVar(&o.InsertSingleDuration, "insert-single-duration", 5*time.Second, "insert workload: how long each one-job-per-call case runs, from --producers goroutines (0 = no such case)")
 	fs.StringVar(&o.PlanCacheMode, "plan-cache-mode", "", "set PostgreSQL's plan_cache_mode (auto, force_custom_plan, force_generic_plan) on every connection of every pool; empty keeps the server's setting")
+	fs.StringVar(&insertCases, "insert-cases", "", "insert workload: only these cases (comma-separated names as the report prints them, such as \"InsertMany,EnqueueMany\"); empty = all")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (the clients, and the HTTP API of the insert workload) to this file")
 	fs.BoolVar(&o.Warmup, "warmup", true, "run an unreported small drain on every system first")
 	fs.BoolVar(&o.JSON, "json", false, "print the report as JSON on stdout (progress and tables on stderr)")
 	if err := fs.Parse(args); err != nil {
@@ -153,6 +160,7 @@ func parseOptions(args []string, getenv func(string) string) (options, error) {
 		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	o.River, o.Rota, o.Workloads, o.PressureOn = splitList(river), splitList(rotaVariants), splitList(workloads), splitList(pressureOn)
+	o.InsertCases = splitList(insertCases)
 	return o, o.validate()
 }
 
@@ -180,6 +188,14 @@ func main() {
 	progress := io.Writer(os.Stdout)
 	if o.JSON {
 		progress = os.Stderr
+	}
+	if o.CPUProfile != "" {
+		stopProfile, err := startCPUProfile(o.CPUProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
+		defer stopProfile()
 	}
 	rep, err := run(ctx, o, progress)
 	if err != nil {
@@ -594,4 +610,17 @@ func load1() string {
 		return ""
 	}
 	return f[0]
+}
+
+// startCPUProfile profiles this process into path until the returned func runs.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -187,9 +188,34 @@ func apiScenario(t *testing.T, url string) {
 	if l := c.call("GET", "/api/tasks?queue=batch", nil).list("tasks"); len(l) != 2 {
 		t.Fatalf("after a rejected batch the queue has %d tasks, want 2", len(l))
 	}
+	bigBatch(t, c)
 
 	workerProtocol(t, c)
 	longPoll(t, c)
+}
+
+// bigBatch: a batch of 120 tasks without idempotency keys, which the PostgreSQL store
+// writes by COPY and answers without reading the rows back (createcopy.go): every task
+// in the answer is the task a GET returns, field for field.
+func bigBatch(t *testing.T, c apiClient) {
+	tasks := make([]any, 120) // at least copyMinTasks (createcopy.go)
+	for i := range tasks {
+		tasks[i] = map[string]any{"kind": "bulk", "queue": "bulk", "priority": i % 3, "max_attempts": i + 1,
+			"payload": map[string]any{"i": i, "tags": []any{"a", 1.5, nil}}, "group_key": fmt.Sprintf("g%d", i%2)}
+	}
+	tasks[len(tasks)-1] = map[string]any{"kind": "bulk", "queue": "bulk", "scheduled_for": "2030-01-02T03:04:05.123456789Z", "timeout_seconds": 7}
+	created := c.call("POST", "/api/tasks/batch", map[string]any{"tasks": tasks}).expect(t, "big batch", 201, "").list("tasks")
+	if len(created) != len(tasks) {
+		t.Fatalf("big batch: %d tasks in the answer, want %d", len(created), len(tasks))
+	}
+	for i, task := range created {
+		got, _ := task.(map[string]any)
+		id, _ := got["id"].(string)
+		read := c.call("GET", "/api/tasks/"+id, nil).expect(t, "get a task of the big batch", 200, "")
+		if !reflect.DeepEqual(got, read.body) {
+			t.Errorf("big batch task %d: created\n%v\nread\n%v", i, got, read.body)
+		}
+	}
 }
 
 // workerProtocol is a tiny worker written with HTTP calls only.

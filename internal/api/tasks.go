@@ -70,7 +70,7 @@ func (s *Server) createTaskBatch(w http.ResponseWriter, r *http.Request) error {
 		out.Tasks[i] = taskOut(cr.Task)
 	}
 	out.Warnings = s.createWarnings(r.Context(), params)
-	writeJSON(w, http.StatusCreated, out)
+	writeTasksJSON(w, http.StatusCreated, out)
 	return nil
 }
 

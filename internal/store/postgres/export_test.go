@@ -28,3 +28,14 @@ func SetAfterEmptyPlainClaim(fn func(queue string)) (restore func()) {
 func FlowControlledRecently(s *Store, queue string) bool {
 	return s.flowControlled.recently(queue) && !s.plainQueues.recently(queue)
 }
+
+// SetCopyMinTasks sets the smallest batch CreateTasks copies (createcopy.go) for a
+// benchmark or test; the returned func restores it.
+func SetCopyMinTasks(n int) (restore func()) {
+	old := copyMinTasks
+	copyMinTasks = n
+	return func() { copyMinTasks = old }
+}
+
+// CopyMinTasks is the smallest batch CreateTasks copies.
+func CopyMinTasks() int { return copyMinTasks }

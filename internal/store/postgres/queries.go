@@ -15,6 +15,7 @@ var queryFiles embed.FS
 var (
 	sqlCreateTasks           = query("create_tasks.sql")
 	sqlCreateTasksKeyless    = without(sqlCreateTasks, createOnConflict)
+	sqlCreateTasksClock      = query("create_tasks_clock.sql")
 	sqlGetTask               = query("get_task.sql")
 	sqlListTasks             = query("list_tasks.sql")
 	sqlListTasksFiltered     = query("list_tasks_filtered.sql")

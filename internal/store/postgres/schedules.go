@@ -316,7 +316,7 @@ func (s *Store) TriggerSchedule(ctx context.Context, name string) (*store.Task, 
 	}
 	p.Payload, p.MaxAttempts = payload, int(maxAttempts)
 	p.IdempotencyKey = store.ScheduleTriggerKey(name, now)
-	res, err := createTasks(ctx, s.pool, []store.CreateParams{p}, false)
+	res, err := createTasks(ctx, s.pool, s.inNewTx, []store.CreateParams{p}, false)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}

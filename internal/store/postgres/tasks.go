@@ -18,14 +18,20 @@ import (
 	"github.com/rotaqueue/rota/internal/store"
 )
 
-// CreateTasks inserts tasks, all or nothing, in one statement (atomic by itself, so no
-// transaction is needed). See queries/create_tasks.sql for how idempotency keys resolve.
+// CreateTasks inserts tasks, all or nothing: a batch without idempotency keys or delays
+// by one COPY in a transaction of its own (createcopy.go), any other in one statement
+// (atomic by itself; see queries/create_tasks.sql for how idempotency keys resolve).
 func (s *Store) CreateTasks(ctx context.Context, params []store.CreateParams) ([]store.CreateResult, error) {
-	results, err := createTasks(ctx, s.pool, params, true)
+	results, err := createTasks(ctx, s.pool, s.inNewTx, params, true)
 	if err == nil {
 		s.notifyCreated(results)
 	}
 	return results, err
+}
+
+// inNewTx runs fn in a transaction of its own, committed when fn returns no error.
+func (s *Store) inNewTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
 }
 
 // notifyCreated wakes the workers of the queues that got a due task, after the insert
@@ -69,13 +75,16 @@ func (s *Store) sendWakeUps(ctx context.Context, queues []string) {
 // the caller commits (the transactional outbox pattern). An error leaves tx aborted, as
 // any failed statement does.
 func (s *Store) CreateTasksTx(ctx context.Context, tx pgx.Tx, params []store.CreateParams) ([]store.CreateResult, error) {
-	return createTasks(ctx, tx, params, false)
+	inTx := func(ctx context.Context, fn func(pgx.Tx) error) error { return fn(tx) }
+	return createTasks(ctx, tx, inTx, params, false)
 }
 
 // createTasks inserts the tasks; notifyAfter says that the caller sends the workers'
 // wake-up itself once the statement committed (notifyCreated), instead of the insert
-// trigger.
-func createTasks(ctx context.Context, q querier, params []store.CreateParams, notifyAfter bool) ([]store.CreateResult, error) {
+// trigger. A batch without idempotency keys or delays is copied (copyTasks) in the
+// transaction inTx runs (a new one, or the caller's); any other runs create_tasks.sql on q.
+func createTasks(ctx context.Context, q querier, inTx func(context.Context, func(pgx.Tx) error) error,
+	params []store.CreateParams, notifyAfter bool) ([]store.CreateResult, error) {
 	ps := slices.Clone(params)
 	for i := range ps {
 		if err := ps[i].Normalize(); err != nil {
@@ -85,10 +94,21 @@ func createTasks(ctx context.Context, q querier, params []store.CreateParams, no
 			return nil, fmt.Errorf("create tasks: %w", err)
 		}
 	}
-	results := make([]store.CreateResult, len(ps))
 	if len(ps) == 0 {
+		return []store.CreateResult{}, nil
+	}
+	if copyable(ps) {
+		var results []store.CreateResult
+		err := inTx(ctx, func(tx pgx.Tx) (err error) {
+			results, err = copyTasks(ctx, tx, ps, notifyAfter)
+			return err
+		})
+		if err != nil {
+			return nil, translate("create tasks", err)
+		}
 		return results, nil
 	}
+	results := make([]store.CreateResult, len(ps))
 
 	// One row per distinct key (a repeated key resolves to its first task, below), keyed
 	// tasks sorted by key so that concurrent batches lock existing tasks in one order.

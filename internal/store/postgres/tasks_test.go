@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/store/postgres"
 )
 
 func TestCreateTasksDefaultsAndGet(t *testing.T) {
@@ -342,9 +345,37 @@ func TestCreateTasksWakeUps(t *testing.T) {
 	if got := heard(); !slices.Equal(got, []string{"tx"}) {
 		t.Errorf("CreateTasksTx's commit woke %q, want tx", got)
 	}
+
+	// The same for batches written by COPY (createcopy.go).
+	copied := noops(postgres.CopyMinTasks(), store.CreateParams{Queue: "later", Kind: "k", ScheduledFor: time.Now().Add(time.Hour)})
+	for i := range copied[:len(copied)-1] {
+		copied[i].Queue = "c"
+	}
+	mustCreate(t, st, copied...)
+	if got := heard(); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("a copied CreateTasks woke %q, want one wake-up for c", got)
+	}
+	tx, err = pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := st.CreateTasksTx(ctx, tx, copied); err != nil {
+		t.Fatal(err)
+	}
+	if got := heard(); len(got) != 0 {
+		t.Errorf("a copied CreateTasksTx woke %q before the caller committed", got)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := heard(); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("a copied CreateTasksTx's commit woke %q, want c", got)
+	}
 }
 
-// recordingTx is a transaction that keeps the text of every query it runs.
+// recordingTx is a transaction that keeps the text of every query it runs, and
+// "COPY <table>" for a COPY.
 type recordingTx struct {
 	pgx.Tx
 	queries []string
@@ -355,23 +386,42 @@ func (tx *recordingTx) Query(ctx context.Context, sql string, args ...any) (pgx.
 	return tx.Tx.Query(ctx, sql, args...)
 }
 
-// TestCreateTasksKeylessBatchIsAPlainInsert: a batch without idempotency keys inserts
-// without ON CONFLICT (an arbiter index makes every row a speculative insertion: a lock
-// and a second WAL record per row), a batch with one key keeps the clause and still
-// resolves that key to the existing task.
-func TestCreateTasksKeylessBatchIsAPlainInsert(t *testing.T) {
+func (tx *recordingTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	tx.queries = append(tx.queries, "COPY "+table.Sanitize())
+	return tx.Tx.CopyFrom(ctx, table, columns, src)
+}
+
+// noops is n-1 no-op tasks and last.
+func noops(n int, last store.CreateParams) []store.CreateParams {
+	ps := make([]store.CreateParams, n-1, n)
+	for i := range ps {
+		ps[i] = store.CreateParams{Kind: "noop"}
+	}
+	return append(ps, last)
+}
+
+// TestCreateTasksKeylessBatchIsACopy: a batch without idempotency keys or delays, of at
+// least CopyMinTasks tasks, is written by one COPY (createcopy.go); a smaller one, or one
+// with a delay, inserts without ON CONFLICT
+// (an arbiter index makes every row a speculative insertion: a lock and a second WAL
+// record per row); a batch with one key keeps the clause and still resolves that key to
+// the existing task.
+func TestCreateTasksKeylessBatchIsACopy(t *testing.T) {
 	t.Parallel()
 	st, pool := newStore(t)
 	ctx := context.Background()
 	mustCreate(t, st, store.CreateParams{Kind: "noop", IdempotencyKey: "k"})
+	const copied, inserted, upserted = "copy", "insert", "upsert"
 	for _, tc := range []struct {
 		name         string
 		params       []store.CreateParams
-		wantConflict bool
+		want         string
 		wantExisting []bool
 	}{
-		{"keyless", []store.CreateParams{{Kind: "noop"}, {Kind: "noop"}}, false, []bool{false, false}},
-		{"one key", []store.CreateParams{{Kind: "noop"}, {Kind: "noop", IdempotencyKey: "k"}}, true, []bool{false, true}},
+		{"keyless", noops(postgres.CopyMinTasks(), store.CreateParams{Kind: "noop", ScheduledFor: time.Now().Add(time.Hour)}), copied, nil},
+		{"keyless, too few to copy", noops(postgres.CopyMinTasks()-2, store.CreateParams{Kind: "noop"}), inserted, nil},
+		{"keyless with a delay", noops(postgres.CopyMinTasks(), store.CreateParams{Kind: "noop", Delay: time.Hour}), inserted, nil},
+		{"one key", []store.CreateParams{{Kind: "noop"}, {Kind: "noop", IdempotencyKey: "k"}}, upserted, []bool{false, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := pgx.BeginFunc(ctx, pool, func(ptx pgx.Tx) error {
@@ -380,12 +430,20 @@ func TestCreateTasksKeylessBatchIsAPlainInsert(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				if len(tx.queries) != 1 || strings.Contains(tx.queries[0], "ON CONFLICT (idempotency_key)") != tc.wantConflict {
-					t.Errorf("ran %d queries; ON CONFLICT in the insert: %v, want %v",
-						len(tx.queries), len(tx.queries) == 1 && strings.Contains(tx.queries[0], "ON CONFLICT (idempotency_key)"), tc.wantConflict)
+				got := fmt.Sprint(tx.queries)
+				switch {
+				case len(tx.queries) == 1 && tx.queries[0] == `COPY "rota"."tasks"`:
+					got = copied
+				case len(tx.queries) == 1 && strings.Contains(tx.queries[0], "ON CONFLICT (idempotency_key)"):
+					got = upserted
+				case len(tx.queries) == 1 && strings.Contains(tx.queries[0], "INSERT INTO rota.tasks"):
+					got = inserted
+				}
+				if got != tc.want {
+					t.Errorf("the batch ran %s, want %s", got, tc.want)
 				}
 				for i, r := range res {
-					if r.Existing != tc.wantExisting[i] {
+					if r.Existing != (tc.wantExisting != nil && tc.wantExisting[i]) {
 						t.Errorf("task %d: Existing %v, want %v", i, r.Existing, tc.wantExisting[i])
 					}
 				}
@@ -396,4 +454,89 @@ func TestCreateTasksKeylessBatchIsAPlainInsert(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCreateTasksReturnsStoredRows: what CreateTasks and CreateTasksTx return is what a
+// read of each row gives, field for field (the payload as JSON: a read returns jsonb's
+// spelling of it), for a copied batch (createcopy.go builds its results without reading
+// the rows back) and for an inserted one: defaults, explicit fields, a scheduled_for
+// with nanoseconds (stored to the microsecond), the database's clock for created_at,
+// updated_at and a due task's scheduled_for; the trace context is stored too.
+func TestCreateTasksReturnsStoredRows(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour + 123456789*time.Nanosecond).In(time.FixedZone("X", 3600))
+	trace := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	// batch is big enough to be copied unless extra holds a delay or a key.
+	batch := func(extra ...store.CreateParams) []store.CreateParams {
+		ps := append([]store.CreateParams{
+			{Kind: "noop"},
+			{Kind: "email", Queue: "mail", Payload: json.RawMessage(`{"to":"a@b.c", "n": [1, 2.50, {"z": null}]}`), Priority: -3,
+				ScheduledFor: at, MaxAttempts: 3, TimeoutSeconds: 9, GroupKey: "tenant-1", TraceContext: trace},
+			{Kind: "noop", Queue: "mail", Payload: json.RawMessage(`"just a string"`), Priority: 5},
+		}, extra...)
+		for len(ps) < postgres.CopyMinTasks() {
+			ps = append(ps, store.CreateParams{Kind: "noop"})
+		}
+		return ps
+	}
+	check := func(t *testing.T, res []store.CreateResult, wantTrace bool) {
+		t.Helper()
+		for i, r := range res {
+			got := mustGet(t, st, r.Task.ID)
+			want := *r.Task
+			if !sameJSON(t, want.Payload, got.Payload) {
+				t.Errorf("task %d: payload %s, stored %s", i, want.Payload, got.Payload)
+			}
+			want.Payload, got.Payload, got.ReadAt = nil, nil, time.Time{}
+			if !reflect.DeepEqual(want, *got) {
+				t.Errorf("task %d: returned\n%+v\nstored\n%+v", i, want, *got)
+			}
+			var stored pgtype.Text
+			if err := pool.QueryRow(ctx, `SELECT trace_context->>'traceparent' FROM rota.tasks WHERE id = $1`, got.ID).Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
+			if hasTrace := i == 1 && wantTrace; stored.Valid != hasTrace || (hasTrace && stored.String != trace["traceparent"]) {
+				t.Errorf("task %d: stored trace context %+v", i, stored)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		params []store.CreateParams
+	}{
+		{"copied", batch()},
+		{"inserted", batch(store.CreateParams{Kind: "later", Delay: time.Minute})},
+		{"upserted", batch(store.CreateParams{Kind: "keyed", IdempotencyKey: "k"})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := st.CreateTasks(ctx, tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, res, true)
+			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				res, err = st.CreateTasksTx(ctx, tx, batch())
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, res, true)
+		})
+	}
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	if err := json.Unmarshal(a, &va); err != nil {
+		t.Fatalf("%s: %v", a, err)
+	}
+	if err := json.Unmarshal(b, &vb); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return reflect.DeepEqual(va, vb)
 }
