@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -215,20 +214,7 @@ func (w *wrapStore) HeartbeatMany(ctx context.Context, p store.HeartbeatManyPara
 	if w.heartbeat == nil {
 		return w.Store.HeartbeatMany(ctx, p)
 	}
-	res := make([]store.HeartbeatResult, len(p.Leases))
-	for i, l := range p.Leases {
-		res[i].TaskID = l.TaskID
-		t, err := w.heartbeat(ctx, store.HeartbeatParams{TaskID: l.TaskID, LeaseToken: l.LeaseToken, LeaseDuration: p.LeaseDuration})
-		switch {
-		case errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound):
-			res[i].Err = err
-		case err != nil:
-			return nil, err
-		default:
-			res[i].LeaseExpiresAt, res[i].CancelRequestedAt = *t.LeaseExpiresAt, t.CancelRequestedAt
-		}
-	}
-	return res, nil
+	return store.HeartbeatEach(ctx, p, w.heartbeat)
 }
 
 func (w *wrapStore) RecordOutcomes(ctx context.Context, o []store.Outcome) ([]store.OutcomeResult, error) {

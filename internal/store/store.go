@@ -402,7 +402,8 @@ type Store interface {
 	Heartbeat(ctx context.Context, params HeartbeatParams) (*Task, error)
 	// HeartbeatMany extends many leases at once (a worker's every running task), each
 	// as Heartbeat would; its results are in the order of params.Leases. An error of
-	// the call itself (ErrInvalid, the store unreachable) means none was extended.
+	// the call itself (ErrInvalid, the store unreachable) leaves open which were
+	// extended: the caller beats them again.
 	HeartbeatMany(ctx context.Context, params HeartbeatManyParams) ([]HeartbeatResult, error)
 	// RecordOutcomes writes finished attempts, each fenced by its lease token. Recording
 	// the same outcome twice is harmless: the second reports ErrLeaseLost.

@@ -178,17 +178,7 @@ func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) 
 	if p.LeaseDuration <= 0 {
 		return nil, fmt.Errorf("heartbeat: %w: lease duration must be positive, got %s", store.ErrInvalid, p.LeaseDuration)
 	}
-	results := make([]store.HeartbeatResult, len(p.Leases))
-	for i, l := range p.Leases {
-		results[i].TaskID = l.TaskID
-		t, err := s.Heartbeat(ctx, store.HeartbeatParams{TaskID: l.TaskID, LeaseToken: l.LeaseToken, LeaseDuration: p.LeaseDuration})
-		if err != nil {
-			results[i].Err = err
-			continue
-		}
-		results[i].LeaseExpiresAt, results[i].CancelRequestedAt = *t.LeaseExpiresAt, t.CancelRequestedAt
-	}
-	return results, nil
+	return store.HeartbeatEach(ctx, p, s.Heartbeat)
 }
 
 // holds reports whether token is the current lease of e.

@@ -285,17 +285,19 @@ func (s *Store) HeartbeatMany(ctx context.Context, params store.HeartbeatManyPar
 	if err != nil {
 		return nil, translate("heartbeat", err)
 	}
-	for _, i := range busy {
-		l := params.Leases[i]
-		t, err := s.Heartbeat(ctx, store.HeartbeatParams{TaskID: l.TaskID, LeaseToken: l.LeaseToken, LeaseDuration: params.LeaseDuration})
-		switch {
-		case err == nil:
-			results[i].LeaseExpiresAt, results[i].CancelRequestedAt = *t.LeaseExpiresAt, t.CancelRequestedAt
-		case errors.Is(err, store.ErrLeaseLost) || errors.Is(err, store.ErrNotFound):
-			results[i].Err = err
-		default:
-			return nil, err
-		}
+	if len(busy) == 0 {
+		return results, nil
+	}
+	held := store.HeartbeatManyParams{Leases: make([]store.Lease, len(busy)), LeaseDuration: params.LeaseDuration}
+	for k, i := range busy {
+		held.Leases[k] = params.Leases[i]
+	}
+	beaten, err := store.HeartbeatEach(ctx, held, s.Heartbeat)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range busy {
+		results[i] = beaten[k]
 	}
 	return results, nil
 }
