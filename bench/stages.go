@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -182,22 +183,12 @@ func topStatements(from, to stmtSnap, k int) []stmtStat {
 			out = append(out, stmtStat{Query: t.Query, Calls: calls, MeanMs: t.MeanMs - f.MeanMs, Rows: t.Rows - f.Rows, Blocks: t.Blocks - f.Blocks})
 		}
 	}
-	slices.SortFunc(out, func(a, b stmtStat) int { return cmpFloat(b.MeanMs, a.MeanMs) })
+	slices.SortFunc(out, func(a, b stmtStat) int { return cmp.Compare(b.MeanMs, a.MeanMs) })
 	out = out[:min(k, len(out))]
 	for i := range out {
 		out[i].MeanMs /= float64(out[i].Calls)
 	}
 	return out
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (s stmtStat) String() string {
