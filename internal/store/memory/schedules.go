@@ -537,8 +537,8 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 			if sc.Kind == store.ScheduleKindFlow {
 				break // started above
 			}
-			at := tick
-			if j >= p.heldFrom {
+			at, held := tick, heldRun(j, p.heldFrom, len(p.claim.Runs))
+			if held {
 				at = store.HeldRunAt
 			}
 			task, inserted, err := s.insertRun(&sc.Task, store.ScheduleRunKey(sc.Name, tick), at, now, wake)
@@ -549,7 +549,7 @@ func (s *Store) ClaimDueSchedules(ctx context.Context, params store.ClaimSchedul
 				continue
 			}
 			id := task.ID
-			if j >= p.heldFrom {
+			if held {
 				sc.WaitingRunID = &id
 			} else {
 				sc.CurrentRunID = &id
@@ -591,9 +591,7 @@ func (s *Store) startScheduledFlows(sc *store.Schedule, ticks []time.Time, heldF
 		if err := p.Normalize(); err != nil { // validated before any write
 			panic(fmt.Sprintf("memory store: claim schedule %q: %v", sc.Name, err))
 		}
-		// As the PostgreSQL adapter: a tick held after one that was to run but started
-		// nothing (its flow existed) runs instead, or nothing would release it.
-		held := i >= heldFrom && !(heldFrom >= 1 && len(started) == 0)
+		held := heldRun(i, heldFrom, len(started))
 		res, err := s.insertFlow(p, !held)
 		if err != nil {
 			panic(fmt.Sprintf("memory store: claim schedule %q: %v", sc.Name, err))
@@ -610,6 +608,14 @@ func (s *Store) startScheduledFlows(sc *store.Schedule, ticks []time.Time, heldF
 		started = append(started, res.Flow)
 	}
 	return started
+}
+
+// heldRun reports whether the run of a claim's i-th planned tick is held: from heldFrom
+// on (buffer_one), unless no run of the claim came before it (the tick that was to run
+// had its run or flow already, after a restore), since nothing would ever release it.
+// As the PostgreSQL adapter does for both kinds.
+func heldRun(i, heldFrom, runsBefore int) bool {
+	return i >= heldFrom && !(heldFrom >= 1 && runsBefore == 0)
 }
 
 // overlapTicks is the overlap rule of queries/schedule_claim.sql (planned): which of the ticks

@@ -22,6 +22,7 @@ var overlapTests = []testCase{
 	{"OverlapSkip", testOverlapSkip},
 	{"OverlapBufferOne", testOverlapBufferOne},
 	{"OverlapBufferOneHeldRunCanceled", testOverlapBufferOneHeldCanceled},
+	{"OverlapBufferOneRestore", testOverlapBufferOneRestore},
 	{"OverlapCancelOther", testOverlapCancelOther},
 	{"OverlapWithCatchUp", testOverlapCatchUp},
 	{"OverlapTriggerIgnoresIt", testOverlapTrigger},
@@ -282,6 +283,48 @@ func testOverlapBufferOneHeldCanceled(t *testing.T, s store.Store) {
 	finish(t, s, run1, store.Succeed, store.StatusSucceeded)
 	if r := get(t, s, again.Runs[0].ID); r.ScheduledFor.Equal(store.HeldRunAt) {
 		t.Fatal("the buffered run stayed held after run 1 succeeded")
+	}
+}
+
+// testOverlapBufferOneRestore: moved back over ticks (a restore), a claim whose first
+// tick's run exists (it ended) inserts nothing for it; the next tick, which buffer_one
+// would hold behind it, then runs instead of waiting for a run that does not run. Held,
+// it would wait for a later run to end, and a later claim, seeing the schedule idle,
+// would hold another run in its place and leave this one held for good.
+func testOverlapBufferOneRestore(t *testing.T, s store.Store) {
+	mkSchedule(t, s, store.ScheduleParams{Name: "rst", CronSpec: everyMinute,
+		Overlap: store.OverlapBufferOne, CatchUp: store.CatchUpAll,
+		Task: store.TaskTemplate{Kind: "k", Queue: "q-rst"}})
+	first := lastMinute(3)
+	reschedule(t, s, "rst", first)
+	c := claimOf(t, claimSchedules(t, s, 10), "rst")
+	wantRuns(t, "the first claim", c, 2)
+	running, held := c.Runs[0], c.Runs[1]
+	if !held.ScheduledFor.Equal(store.HeldRunAt) {
+		t.Fatalf("the second run is at %s, want held", held.ScheduledFor)
+	}
+	// The held run is canceled (its tick's key is free again), the running one ends.
+	if _, err := s.CancelTask(ctx(t), held.ID); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, s, running, store.Succeed, store.StatusSucceeded)
+
+	// Back over the same ticks: the first has its run, the second gets one, which runs.
+	reschedule(t, s, "rst", first)
+	c = claimOf(t, claimSchedules(t, s, 10), "rst")
+	wantRuns(t, "the claim over restored ticks", c, 1)
+	again := c.Runs[0]
+	if want := store.ScheduleRunKey("rst", first.Add(time.Minute)); again.IdempotencyKey != want {
+		t.Fatalf("the new run's key %q, want the second tick's %q", again.IdempotencyKey, want)
+	}
+	if again.ScheduledFor.Equal(store.HeldRunAt) {
+		t.Fatal("the second tick's run is held behind a run that does not run")
+	}
+	sc := getSchedule(t, s, "rst")
+	wantIDPtr(t, "CurrentRunID", sc.CurrentRunID, again)
+	wantIDPtr(t, "WaitingRunID", sc.WaitingRunID, nil)
+	if got := claim(t, s, claimParams("q-rst", 10)); len(got) != 1 || got[0].ID != again.ID {
+		t.Fatalf("claimed %v, want the second tick's run %s", ids(got), again.ID)
 	}
 }
 

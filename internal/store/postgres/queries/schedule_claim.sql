@@ -24,7 +24,9 @@
 --             rota.schedule_lock_flow (migration 0029): every live task of the running
 --             flow and its row, SKIP LOCKED, true only when it got them all; the adapter
 --             cancels that flow (flow_to_cancel) once the new one is current;
---   runs:     one row per run with its id and whether it is held (buffer_one); kind
+--   runs:     one row per run with its id and whether it is held (buffer_one: not when
+--             the tick before it has its run already, after a restore: nothing would
+--             release it; rota.schedule_run_key_taken, migration 0049); kind
 --             task only: a kind flow schedule's planned ticks come back in flow_ticks,
 --             and the adapter starts their flows in this statement's transaction
 --             (schedules.go, migrations 0021 and 0029), then names the newest due one
@@ -119,7 +121,10 @@ WITH due AS MATERIALIZED (
                ELSE rota.schedule_lock_run(s.current_run_id) END
 ), runs AS MATERIALIZED (
     SELECT p.task_kind, p.task_queue, p.task_payload, p.task_max_attempts, r.tick,
-           r.ord >= p.held_from AS held,
+           CASE WHEN r.ord < p.held_from THEN false
+                WHEN p.held_from = 1 THEN true -- held behind the busy current run
+                ELSE NOT rota.schedule_run_key_taken(
+                    'schedule:' || p.name || ':' || floor(extract(epoch FROM p.ticks[1]))::bigint) END AS held,
            'schedule:' || p.name || ':' || floor(extract(epoch FROM r.tick))::bigint AS key,
            (lpad(to_hex(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint), 12, '0')
             || '7' || lpad(to_hex(((row_number() OVER w) >> 12) & 4095), 3, '0')
