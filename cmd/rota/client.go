@@ -264,6 +264,24 @@ func checkFilters(queue, kind string) error {
 }
 
 // writeJSON prints v as indented JSON followed by a newline.
+// listPages reads one page with next, or, with all, every page until the last: next
+// reads the page after the one it read before and returns its items and the cursor of the
+// page after it. It returns the items in order and the cursor left after the last page
+// read ("" when there is none).
+func listPages[T any](all bool, next func() ([]T, string, error)) ([]T, string, error) {
+	var items []T
+	for {
+		page, cursor, err := next()
+		if err != nil {
+			return nil, "", err
+		}
+		items = append(items, page...)
+		if !all || cursor == "" {
+			return items, cursor, nil
+		}
+	}
+}
+
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {

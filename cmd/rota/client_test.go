@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -661,5 +662,33 @@ func TestTasksGetShowsOutput(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(a.ok(t, "tasks", "get", task.ID, "--json")), &got); err != nil || compact(t, got.Output) != `{"rows":3}` {
 		t.Errorf("tasks get --json: output %s (%v)", got.Output, err)
+	}
+}
+
+// TestListPages: one page without --all, every page with it, and no items on an error.
+func TestListPages(t *testing.T) {
+	pages := map[string]struct {
+		items []int
+		next  string
+	}{"": {[]int{1, 2}, "b"}, "b": {[]int{3}, "c"}, "c": {[]int{4}, ""}}
+	reader := func(failAt string) func() ([]int, string, error) {
+		cursor := ""
+		return func() ([]int, string, error) {
+			if cursor == failAt {
+				return nil, "", errors.New("boom")
+			}
+			p := pages[cursor]
+			cursor = p.next
+			return p.items, p.next, nil
+		}
+	}
+	if items, next, err := listPages(false, reader("none")); err != nil || !slices.Equal(items, []int{1, 2}) || next != "b" {
+		t.Errorf("one page: %v %q %v, want [1 2] \"b\"", items, next, err)
+	}
+	if items, next, err := listPages(true, reader("none")); err != nil || !slices.Equal(items, []int{1, 2, 3, 4}) || next != "" {
+		t.Errorf("every page: %v %q %v, want [1 2 3 4] \"\"", items, next, err)
+	}
+	if items, _, err := listPages(true, reader("c")); err == nil || items != nil {
+		t.Errorf("an error on the last page: %v %v, want no items and the error", items, err)
 	}
 }

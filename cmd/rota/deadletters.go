@@ -58,19 +58,16 @@ func runDeadLettersList(ctx context.Context, args []string, stdout, stderr io.Wr
 	if *all && params.Limit == 0 {
 		params.Limit = 500
 	}
-	var events []apiclient.DeadLetter
-	next := ""
-	for {
+	events, next, err := listPages(*all, func() ([]apiclient.DeadLetter, string, error) {
 		page, err := c.ListDeadLetters(ctx, params)
 		if err != nil {
-			return cf.explain(err)
+			return nil, "", err
 		}
-		events = append(events, page.DeadLetters...)
-		next = page.NextCursor
-		if !*all || next == "" {
-			break
-		}
-		params.Cursor = next
+		params.Cursor = page.NextCursor
+		return page.DeadLetters, page.NextCursor, nil
+	})
+	if err != nil {
+		return cf.explain(err)
 	}
 	if cf.json {
 		raw := make([]json.RawMessage, len(events))

@@ -217,19 +217,16 @@ func runFlowsList(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *all && params.Limit == 0 {
 		params.Limit = 500
 	}
-	var flows []apiclient.Flow
-	next := ""
-	for {
+	flows, next, err := listPages(*all, func() ([]apiclient.Flow, string, error) {
 		page, err := c.ListFlows(ctx, params)
 		if err != nil {
-			return cf.explain(err)
+			return nil, "", err
 		}
-		flows = append(flows, page.Flows...)
-		next = page.NextCursor
-		if !*all || next == "" {
-			break
-		}
-		params.Cursor = next
+		params.Cursor = page.NextCursor
+		return page.Flows, page.NextCursor, nil
+	})
+	if err != nil {
+		return cf.explain(err)
 	}
 	if cf.json {
 		raw := make([]json.RawMessage, len(flows))

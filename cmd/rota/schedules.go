@@ -448,20 +448,17 @@ func runSchedulesRuns(ctx context.Context, args []string, stdout, stderr io.Writ
 	if *all && params.Limit == 0 {
 		params.Limit = 500
 	}
-	var tasks []apiclient.Task
-	next := ""
 	var skipped *int64
-	for {
+	tasks, next, err := listPages(*all, func() ([]apiclient.Task, string, error) {
 		page, err := c.ListScheduleRuns(ctx, name, params)
 		if err != nil {
-			return cf.explain(err)
+			return nil, "", err
 		}
-		tasks = append(tasks, page.Tasks...)
-		next, skipped = page.NextCursor, page.SkippedTicks
-		if !*all || next == "" {
-			break
-		}
-		params.Cursor = next
+		params.Cursor, skipped = page.NextCursor, page.SkippedTicks
+		return page.Tasks, page.NextCursor, nil
+	})
+	if err != nil {
+		return cf.explain(err)
 	}
 	if cf.json {
 		return writeJSON(stdout, struct {

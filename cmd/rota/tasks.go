@@ -59,19 +59,16 @@ func runTasksList(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *all && params.Limit == 0 {
 		params.Limit = 500
 	}
-	var tasks []apiclient.Task
-	next := ""
-	for {
+	tasks, next, err := listPages(*all, func() ([]apiclient.Task, string, error) {
 		page, err := c.ListTasks(ctx, params)
 		if err != nil {
-			return cf.explain(err)
+			return nil, "", err
 		}
-		tasks = append(tasks, page.Tasks...)
-		next = page.NextCursor
-		if !*all || next == "" {
-			break
-		}
-		params.Cursor = next
+		params.Cursor = page.NextCursor
+		return page.Tasks, page.NextCursor, nil
+	})
+	if err != nil {
+		return cf.explain(err)
 	}
 	if cf.json {
 		return writeJSON(stdout, struct {
