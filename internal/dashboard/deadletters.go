@@ -21,10 +21,9 @@ type deadLetterFilter struct {
 }
 
 type deadLetterView struct {
-	Filter   deadLetterFilter
-	Events   []store.DeadLetter
-	NextURL  string
-	FirstURL string
+	Filter deadLetterFilter
+	Events []store.DeadLetter
+	pager
 }
 
 func parseReason(raw string) (store.Status, error) {
@@ -65,12 +64,7 @@ func (d *Dashboard) deadLetterList(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var next string
 		v.Events, next, err = d.cfg.Store.ListDeadLetters(r.Context(), p)
-		if next != "" {
-			v.NextURL = "/dead-letters" + f.query(next)
-		}
-		if f.Cursor != "" {
-			v.FirstURL = "/dead-letters" + f.query("")
-		}
+		v.pager = pageLinks(func(c string) string { return "/dead-letters" + f.query(c) }, f.Cursor, next)
 	}
 	d.renderPage(w, r, err, "dead_letters", pageData{Title: "Dead letters", Nav: "dead-letters", Data: v})
 }

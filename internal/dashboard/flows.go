@@ -20,10 +20,9 @@ type flowFilter struct {
 }
 
 type flowListView struct {
-	Filter   flowFilter
-	Flows    []*store.Flow
-	NextURL  string
-	FirstURL string
+	Filter flowFilter
+	Flows  []*store.Flow
+	pager
 }
 
 // parseFlowFilter reads the query of /flows; a bad status, name or cursor is a 400.
@@ -70,12 +69,7 @@ func (d *Dashboard) flowList(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var next string
 		v.Flows, next, err = d.cfg.Store.ListFlows(r.Context(), p)
-		if next != "" {
-			v.NextURL = "/flows" + f.query(next)
-		}
-		if f.Cursor != "" {
-			v.FirstURL = "/flows" + f.query("")
-		}
+		v.pager = pageLinks(func(c string) string { return "/flows" + f.query(c) }, f.Cursor, next)
 	}
 	d.renderPage(w, r, err, "flows", pageData{Title: "Flows", Nav: "flows", Data: v})
 }

@@ -141,6 +141,26 @@ func formatCount(n int64) string {
 	return b.String()
 }
 
+// pager is the links of a cursor-paged list, which the template "pager" shows: NextURL is
+// "" on the last page, FirstURL on the first.
+type pager struct {
+	NextURL  string
+	FirstURL string
+}
+
+// pageLinks makes the links of the page at cursor whose next page is at next: link is the
+// list's URL at a cursor ("" for the first page).
+func pageLinks(link func(cursor string) string, cursor, next string) pager {
+	var p pager
+	if next != "" {
+		p.NextURL = link(next)
+	}
+	if cursor != "" {
+		p.FirstURL = link("")
+	}
+	return p
+}
+
 // queryString is "?" and the non-empty params, encoded (sorted by name), or "" when
 // every param is empty: the links of filtered, paged lists.
 func queryString(params map[string]string) string {

@@ -26,8 +26,7 @@ type scheduleView struct {
 	Schedule  *store.Schedule
 	NextLocal string // next_run_at in the schedule's zone, as the reschedule field shows it
 	Runs      []*store.Task
-	NextURL   string
-	FirstURL  string
+	pager
 }
 
 // scheduleName reads the name in the path. A name that breaks the naming rule names no
@@ -64,13 +63,9 @@ func (d *Dashboard) schedulePage(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var next string
 		v.Runs, next, err = d.cfg.Store.ListScheduleRuns(r.Context(), store.ScheduleRunsParams{Name: name, Limit: pageSize, Cursor: cursor})
-		base := "/schedules/" + url.PathEscape(name)
-		if next != "" {
-			v.NextURL = base + "?cursor=" + url.QueryEscape(next)
-		}
-		if cursor != "" {
-			v.FirstURL = base
-		}
+		v.pager = pageLinks(func(c string) string {
+			return "/schedules/" + url.PathEscape(name) + queryString(map[string]string{"cursor": c})
+		}, cursor, next)
 	}
 	d.renderPage(w, r, err, "schedule", pageData{Title: "Schedule " + name, Nav: "schedules", Data: v})
 }

@@ -24,10 +24,9 @@ type taskFilter struct {
 }
 
 type taskListView struct {
-	Filter   taskFilter
-	Tasks    []*store.Task
-	NextURL  string // "" on the last page
-	FirstURL string // "" on the first page
+	Filter taskFilter
+	Tasks  []*store.Task
+	pager
 }
 
 // parseTaskFilter reads the query of /tasks. Unknown parameters are ignored (a browser
@@ -74,12 +73,7 @@ func (d *Dashboard) taskList(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var next string
 		v.Tasks, next, err = d.cfg.Store.ListTasks(r.Context(), p)
-		if next != "" {
-			v.NextURL = "/tasks" + f.query(next)
-		}
-		if f.Cursor != "" {
-			v.FirstURL = "/tasks" + f.query("")
-		}
+		v.pager = pageLinks(func(c string) string { return "/tasks" + f.query(c) }, f.Cursor, next)
 	}
 	d.renderPage(w, r, err, "tasks", pageData{Title: "Tasks", Nav: "tasks", Data: v})
 }
