@@ -1,13 +1,11 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
-	"os"
 	"runtime/metrics"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // sampleInterval is how often the drain samples the process's memory.
@@ -49,27 +47,15 @@ type MemorySample struct {
 // ReadRSS returns the process's resident set size (VmRSS) in bytes, 0 when it cannot
 // be read (not Linux).
 func ReadRSS() uint64 {
-	b, err := os.ReadFile("/proc/self/status")
+	self, err := procfs.Self()
 	if err != nil {
 		return 0
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !bytes.HasPrefix(line, []byte("VmRSS:")) {
-			continue
-		}
-		f := bytes.Fields(line[len("VmRSS:"):])
-		if len(f) < 1 {
-			return 0
-		}
-		kb, err := strconv.ParseUint(string(f[0]), 10, 64)
-		if err != nil {
-			return 0
-		}
-		return kb * 1024 // the kernel writes "kB", meaning KiB
+	st, err := self.NewStatus()
+	if err != nil {
+		return 0
 	}
-	return 0
+	return st.VmRSS
 }
 
 // heapMetrics add up to runtime.MemStats.HeapInuse, read without stopping the world.

@@ -4,11 +4,10 @@
 package proccpu
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // Self is the CPU time (user + system) this process has used so far.
@@ -20,33 +19,18 @@ func Self() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// clockTick is the unit of /proc/<pid>/stat's times: USER_HZ, 100 on every Linux Go runs on.
-const clockTick = 10 * time.Millisecond
-
 // Pid is the CPU time (user + system) process pid has used so far, from
 // /proc/<pid>/stat; ok is false when it cannot be read (no such local process, no /proc).
 func Pid(pid int) (cpu time.Duration, ok bool) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, false
 	}
-	// The command (field 2) is in parentheses and may hold spaces: count from its end.
-	s := string(raw)
-	end := strings.LastIndexByte(s, ')')
-	if end < 0 {
+	st, err := p.Stat()
+	if err != nil {
 		return 0, false
 	}
-	fields := strings.Fields(s[end+1:])
-	// fields[0] is field 3 (state): utime and stime are fields 14 and 15.
-	if len(fields) < 13 {
-		return 0, false
-	}
-	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
-	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(utime+stime) * clockTick, true
+	return time.Duration(st.CPUTime() * float64(time.Second)), true
 }
 
 // Pids is the CPU time of processes, by pid, for those that can be read.
