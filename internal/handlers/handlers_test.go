@@ -411,4 +411,15 @@ func TestHTTPRetryAfter(t *testing.T) {
 			t.Errorf("retryAfter(%q) ok, want not", v)
 		}
 	}
+
+	// A date is read against the server's Date, not this process's clock: a server whose
+	// clock is an hour behind asks for 30 s, not for nothing.
+	behind := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	h := http.Header{"Date": {behind.Format(http.TimeFormat)}}
+	if d, ok := retryAfter(behind.Add(30*time.Second).Format(http.TimeFormat), responseTime(h)); !ok || d != 30*time.Second {
+		t.Errorf("Retry-After 30 s past the server's Date = %s, %v; want 30s", d, ok)
+	}
+	if got := responseTime(http.Header{}); time.Since(got) > time.Minute {
+		t.Errorf("responseTime without a Date = %s, want this process's clock", got)
+	}
 }

@@ -161,7 +161,7 @@ func (h *httpHandler) Work(ctx context.Context, job *runtime.Job) error {
 	}
 	switch code := resp.StatusCode; {
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		if d, ok := retryAfter(resp.Header.Get("Retry-After"), responseTime(resp.Header)); ok {
 			return runtime.RetryAfter(d, err)
 		}
 		return err
@@ -268,7 +268,19 @@ func validHeaderValue(v string) bool {
 	return true
 }
 
-// retryAfter parses a Retry-After header (seconds or an HTTP date), capped.
+// responseTime is the server's clock when it answered: its Date header, or this
+// process's clock when it sent none. A Retry-After date is read against it, so that the
+// delay is the server's own (DESIGN.md section 9: no decision rests on this worker's
+// clock, which may be off).
+func responseTime(h http.Header) time.Time {
+	if t, err := http.ParseTime(h.Get("Date")); err == nil {
+		return t
+	}
+	return time.Now()
+}
+
+// retryAfter parses a Retry-After header (seconds or an HTTP date, read against now),
+// capped.
 func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v = strings.TrimSpace(v); v == "" {
 		return 0, false
