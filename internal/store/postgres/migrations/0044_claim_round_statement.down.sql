@@ -2,6 +2,7 @@
 -- rota.claim_turns_* (0038's), and no "plain" column.
 DROP FUNCTION rota.claim_limited_pending(text, integer, text, interval, uuid[]);
 DROP FUNCTION rota.claim_limited_enqueued(text, integer, text, interval, uuid[]);
+DROP FUNCTION rota.claim_group_room3(text, text, integer, integer, interval, integer, text[], timestamptz);
 
 -- ClaimTasks for a queue with settings or grouped tasks: the same writes as
 -- claim_tasks.sql (p_ids NULL) and claim_tasks_by_id.sql (p_ids set), obeying the

@@ -19,6 +19,44 @@
 DROP FUNCTION rota.claim_limited_pending(text, integer, text, interval, uuid[]);
 DROP FUNCTION rota.claim_limited_enqueued(text, integer, text, interval, uuid[]);
 
+-- Room a group has, for the fair walk of rota.claim_limited: rota.claim_group_room2's
+-- arguments and answers, for plans made once per session. rota.claim_group_room2's
+-- counts are operands of strict operators, which a custom plan folds away when the
+-- limit is NULL; a generic plan (force_generic_plan: the limits are parameters) runs
+-- them for every group all the same: the group_rate window (a sort and an aggregate of
+-- rota.queue_claims) in a queue without group_rate, the scan of p_taken when it is
+-- empty. Here each count is the branch of a CASE, run only when its limit is set (a
+-- subquery in a CASE branch is evaluated only when the branch is taken).
+CREATE FUNCTION rota.claim_group_room3(p_queue text, p_group text, p_gc integer, p_grl integer,
+    p_grper interval, p_max integer, p_taken text[], p_now timestamptz)
+RETURNS TABLE (n integer, held text, retry_ms double precision)
+LANGUAGE sql STABLE AS $$
+    SELECT least(p_max, coalesce(conc, p_max), coalesce(rate, p_max)) - taken,
+           CASE WHEN conc - taken <= 0 THEN 'group_concurrency'
+                WHEN rate - taken <= 0 THEN 'group_rate' END,
+           CASE WHEN p_grl IS NOT NULL THEN
+               greatest(0, 1000 * extract(epoch FROM coalesce(oldest, p_now) + p_grper - clock_timestamp())) END
+    FROM (SELECT
+            CASE WHEN p_gc IS NOT NULL THEN p_gc - (SELECT count(*) FROM (
+                SELECT 1 FROM rota.tasks t
+                WHERE t.status = 'PROCESSING' AND t.queue = p_queue AND t.group_key = p_group
+                ORDER BY t.queue, t.group_key -- tasks_running's order: never a scan
+                LIMIT p_gc) r)::integer END AS conc,
+            CASE WHEN p_grl IS NOT NULL THEN p_grl - w[1]::integer END AS rate,
+            CASE WHEN p_grl IS NOT NULL THEN to_timestamp(w[2]) END AS oldest,
+            CASE WHEN cardinality(p_taken) > 0 THEN
+                (SELECT count(*) FROM unnest(p_taken) AS u (g) WHERE u.g = p_group)::integer
+                ELSE 0 END AS taken
+          FROM (SELECT CASE WHEN p_grl IS NOT NULL THEN (
+                    SELECT ARRAY[count(*)::double precision, extract(epoch FROM min(c.claimed_at))]
+                    FROM (SELECT c.claimed_at FROM rota.queue_claims c
+                          WHERE c.queue = p_queue AND c.group_key = p_group
+                            AND c.claimed_at > p_now - p_grper
+                          ORDER BY c.claimed_at DESC
+                          LIMIT p_grl) c) END AS w) w
+          OFFSET 0) x -- not pulled up: each count runs once, not once per use above
+$$;
+
 -- ClaimTasks for a queue with settings or grouped tasks: the same writes as
 -- claim_tasks.sql (p_ids NULL) and claim_tasks_by_id.sql (p_ids set), obeying the
 -- queue's settings and, walking the queue, taking its groups in turn. Returns the
@@ -66,7 +104,10 @@ RETURNS TABLE (held text, retry_ms double precision, plain boolean,
     created_at timestamptz, updated_at timestamptz, output jsonb, group_key text,
     trace_context jsonb, flow_id uuid, flow_step text, flow_index integer, flow_item jsonb,
     flow_inputs jsonb)
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
+    -- the walk's lateral subqueries never see the same key twice: a cache of their
+    -- results (Memoize) is only work
+    SET enable_memoize = off AS $$
 #variable_conflict use_column
 DECLARE
     s rota.queues;
@@ -349,7 +390,7 @@ BEGIN
                 -- tasks it took, one step per group, and stops once the room is filled.
                 -- Each step is 0038's: the first entry of tasks_fair_* past the previous
                 -- group, that is the next group's key and its oldest task; the group's room
-                -- (rota.claim_group_room2); that task locked by its ctid (its conditions
+                -- (rota.claim_group_room3); that task locked by its ctid (its conditions
                 -- checked again on the version the lock finds) or, when it could not be
                 -- taken but the group may have another due one, the group's oldest due
                 -- task; with v_glock, only once the group's advisory lock is held (tried,
@@ -369,7 +410,7 @@ BEGIN
                         WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority = v_level
                           AND t.group_key > walk.g
                         ORDER BY t.group_key, t.scheduled_for, t.id LIMIT 1) s
-                    CROSS JOIN LATERAL rota.claim_group_room2(p_queue, s.group_key, v_gc, v_grl, v_grper,
+                    CROSS JOIN LATERAL rota.claim_group_room3(p_queue, s.group_key, v_gc, v_grl, v_grper,
                         p_limit, v_tg, v_now) room
                     LEFT JOIN LATERAL (
                         SELECT t.id FROM rota.tasks t
@@ -436,7 +477,7 @@ BEGIN
                                      AND t.group_key = l.g AND t.scheduled_for <= now()
                                      AND t.attempt_count < t.max_attempts AND t.id <> ALL (v_ids)) AS more
                         FROM unnest(v_live) AS l (g)
-                        CROSS JOIN LATERAL rota.claim_group_room2(p_queue, l.g, v_gc, v_grl, v_grper, p_limit, v_tg, v_now) room
+                        CROSS JOIN LATERAL rota.claim_group_room3(p_queue, l.g, v_gc, v_grl, v_grper, p_limit, v_tg, v_now) room
                         LEFT JOIN LATERAL (
                             SELECT t.id FROM rota.tasks t
                             WHERE t.status = {{status}} AND t.queue = p_queue AND t.priority = v_level
