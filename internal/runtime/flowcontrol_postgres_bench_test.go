@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +42,13 @@ const flowBacklog = 20_000
 //
 // ROTA_FLOW_BENCH_ONLY (say "concurrency" or "groups") drains only unlimited and that
 // variant, to look at one with pg_stat_activity or pprof.
+//
+// ROTA_FLOW_BENCH_ALTERNATE="a.sql,b.sql" compares two versions of the limited claim's
+// SQL in one process, so that the machine's load falls on both alike: before the
+// limited variants of even iterations it runs a.sql, of odd ones b.sql (each a script
+// that installs its version, say a migration's up file), and reports each limited
+// variant's rate and ratio per script (-a, -b), against the unlimited drains of the
+// same iterations. Use an even -benchtime.
 func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 	type variant struct {
 		queue  string
@@ -48,7 +57,7 @@ func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 	}
 	variants := []variant{
 		{"unlimited", nil, 0},
-		{"concurrency", &store.QueuePatch{Concurrency: &store.Change[int]{To: new(runtime.DefaultConcurrency)}}, 0},
+		{"concurrency", &store.QueuePatch{Concurrency: &store.Change[int]{To: new(benchConcurrency())}}, 0},
 		{"groups", &store.QueuePatch{GroupConcurrency: &store.Change[int]{To: new(10)}}, 1000},
 	}
 	if only := os.Getenv("ROTA_FLOW_BENCH_ONLY"); only != "" {
@@ -76,18 +85,26 @@ func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 		}
 		return nil
 	})
+	alternate := loadAlternates(b)
 	elapsed := make([]time.Duration, len(variants))
 	obs := make([]claimCounter, len(variants))
+	// With alternates: elapsed time per script, [script][variant].
+	altElapsed := [2][]time.Duration{make([]time.Duration, len(variants)), make([]time.Duration, len(variants))}
 	b.StopTimer()
 	for i := 0; i < b.N; i++ {
 		for k := range variants {
 			j := (i + k) % len(variants)
 			v := variants[j]
+			if alternate != nil && v.patch != nil {
+				if _, err := pool.Exec(ctx, alternate[i%2]); err != nil {
+					b.Fatalf("alternate script %d: %v", i%2, err)
+				}
+			}
 			fillGroupedBacklog(b, pool, st, v.queue, v.groups)
 			done.Store(0)
 			finished = make(chan struct{})
 			w, err := runtime.NewWorker(runtime.Config{Store: st, Mux: mux, Observer: &obs[j],
-				Queues: map[string]int{v.queue: runtime.DefaultConcurrency},
+				Queues: map[string]int{v.queue: benchConcurrency()},
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				b.Fatal(err)
@@ -100,6 +117,7 @@ func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 			<-finished
 			waitAllSucceeded(b, pool, flowBacklog)
 			elapsed[j] += time.Since(start)
+			altElapsed[i%2][j] += time.Since(start)
 			b.StopTimer()
 			cancel()
 			if err := <-ran; err != nil {
@@ -119,6 +137,48 @@ func BenchmarkDrainFlowControlPostgres(b *testing.B) {
 			b.ReportMetric(rate(j)/rate(0), v.queue+"/unlimited")
 		}
 	}
+	if alternate != nil {
+		for a, name := range []string{"a", "b"} {
+			runs := (b.N + 1 - a) / 2 // iterations of script a: even ones, b: odd ones
+			for j, v := range variants[1:] {
+				limited := float64(flowBacklog*runs) / altElapsed[a][j+1].Seconds()
+				unlimited := float64(flowBacklog*runs) / altElapsed[a][0].Seconds()
+				b.ReportMetric(limited, v.queue+"-tasks/s-"+name)
+				b.ReportMetric(limited/unlimited, v.queue+"/unlimited-"+name)
+			}
+		}
+	}
+}
+
+// benchConcurrency is the worker's concurrency: runtime.DefaultConcurrency, or
+// ROTA_FLOW_BENCH_CONCURRENCY (to look at another size without editing the default);
+// the concurrency variant's limit follows it.
+func benchConcurrency() int {
+	if n, err := strconv.Atoi(os.Getenv("ROTA_FLOW_BENCH_CONCURRENCY")); err == nil && n > 0 {
+		return n
+	}
+	return runtime.DefaultConcurrency
+}
+
+// loadAlternates reads ROTA_FLOW_BENCH_ALTERNATE's two scripts (nil when unset).
+func loadAlternates(b *testing.B) []string {
+	files := os.Getenv("ROTA_FLOW_BENCH_ALTERNATE")
+	if files == "" {
+		return nil
+	}
+	names := strings.Split(files, ",")
+	if len(names) != 2 {
+		b.Fatalf("ROTA_FLOW_BENCH_ALTERNATE: want two scripts a.sql,b.sql, got %q", files)
+	}
+	scripts := make([]string, 2)
+	for i, name := range names {
+		text, err := os.ReadFile(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		scripts[i] = string(text)
+	}
+	return scripts
 }
 
 // fillGroupedBacklog empties the table and inserts flowBacklog due noop tasks of queue,

@@ -1,6 +1,11 @@
 package postgres
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/rotaqueue/rota/internal/store"
+)
 
 // Internals the external tests look at.
 var (
@@ -17,16 +22,15 @@ func SetMigrationLockTimeout(d time.Duration) (restore func()) {
 	return func() { migrationLockTimeout = old }
 }
 
-// SetAfterEmptyPlainClaim runs fn between a plain claim that claimed nothing and the
-// rota.claim_limited call after it; the returned func removes it.
-func SetAfterEmptyPlainClaim(fn func(queue string)) (restore func()) {
-	afterEmptyPlainClaim = fn
-	return func() { afterEmptyPlainClaim = nil }
+// ClaimLimited claims through rota.claim_limited alone, as ClaimTasks does after a plain
+// claim that found nothing: what a claim does when a task came in between the two.
+func ClaimLimited(s *Store, params store.ClaimParams) ([]*store.Task, error) {
+	return s.claimLimited(context.Background(), params.Queue, params.Limit, params)
 }
 
 // FlowControlledRecently reports whether s's next claim of queue skips the plain statement.
 func FlowControlledRecently(s *Store, queue string) bool {
-	return s.flowControlled.recently(queue) && !s.plainQueues.recently(queue)
+	return s.flowControlled.recently(queue)
 }
 
 // SetCopyMinTasks sets the smallest batch CreateTasks copies (createcopy.go) for a

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,7 +42,7 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 	if params.TaskIDs != nil && len(params.TaskIDs) == 0 {
 		return []*store.Task{}, nil
 	}
-	if s.flowControlled.recently(queue) && !s.plainQueues.recently(queue) {
+	if s.flowControlled.recently(queue) {
 		// The plain statement would claim nothing: save its round trip (limits.go).
 		return s.claimLimited(ctx, queue, limit, params)
 	}
@@ -80,70 +79,11 @@ func (s *Store) ClaimTasks(ctx context.Context, params store.ClaimParams) ([]*st
 	}
 	if len(tasks) == 0 {
 		// Nothing claimed: the queue may be one the plain statement leaves to flow
-		// control (limits.go), or simply have nothing due; rota.claim_limited tells.
-		if afterEmptyPlainClaim != nil {
-			afterEmptyPlainClaim(queue)
-		}
-		tasks, err := s.claimLimited(ctx, queue, limit, params)
-		if err == nil && len(tasks) > 0 {
-			s.recheckFlowControlled(ctx, queue, params.From, tasks)
-		}
-		return tasks, err
+		// control (limits.go), or simply have nothing due; rota.claim_limited tells,
+		// and takes a task that came in meanwhile either way.
+		return s.claimLimited(ctx, queue, limit, params)
 	}
 	return tasks, nil
-}
-
-// afterEmptyPlainClaim, set by tests only, runs between a plain claim that claimed
-// nothing and the rota.claim_limited call after it: where a task may come in.
-var afterEmptyPlainClaim func(queue string)
-
-// Whether the plain claim statement leaves queue $1 to flow control: the gate of
-// claim_tasks_pending|enqueued (migration 0027), as a statement of its own.
-const (
-	sqlLeftToFlowControl = `SELECT EXISTS (SELECT FROM rota.queues q WHERE q.name = $1
-	    AND (q.paused OR q.concurrency IS NOT NULL OR q.rate_limit IS NOT NULL
-	         OR q.group_concurrency IS NOT NULL OR q.group_rate_limit IS NOT NULL))
-	  OR (SELECT true FROM rota.tasks g WHERE g.status = '{{status}}' AND g.queue = $1 AND g.group_key IS NOT NULL
-	      ORDER BY g.priority DESC, g.group_key LIMIT 1) IS NOT NULL` // tasks_fair_*'s order: one probe
-)
-
-var (
-	sqlLeftToFlowControlPending  = strings.Replace(sqlLeftToFlowControl, "{{status}}", string(store.StatusPending), 1)
-	sqlLeftToFlowControlEnqueued = strings.Replace(sqlLeftToFlowControl, "{{status}}", string(store.StatusEnqueued), 1)
-)
-
-// recheckFlowControlled runs after the plain statement claimed nothing and
-// rota.claim_limited then claimed tasks, which claimLimited takes for a flow-controlled
-// queue (its next claims skip the plain statement for flowControlRecheck). A plain queue
-// under a steady load looks the same whenever tasks arrive between the two statements
-// (another claimer took the due ones first): it then stayed on the slower limited claim
-// for good, each of its claims marking it again (measured: 4 of 5 claims of the bench's
-// steady workload at 3,000 tasks/s). So the queue's settings and grouped tasks, which
-// the plain statement looks at, are read once more, and a queue with neither claims
-// through the plain statement again, for flowControlRecheck whatever other claims of it
-// conclude meanwhile (two claiming loops race for the same tasks, so the mark of one
-// undid the other's recheck). A wrong answer costs only a round trip: the plain
-// statement claims nothing for a flow-controlled queue, and the limited claim follows.
-func (s *Store) recheckFlowControlled(ctx context.Context, queue string, from store.Status, claimed []*store.Task) {
-	for _, t := range claimed {
-		if t.GroupKey != "" {
-			return // grouped tasks: flow controlled (fairness)
-		}
-	}
-	sql := sqlLeftToFlowControlEnqueued
-	if from == store.StatusPending {
-		sql = sqlLeftToFlowControlPending
-	}
-	var controlled bool
-	if err := s.pool.QueryRow(ctx, sql, planPerCall, queue).Scan(&controlled); err != nil {
-		return // the mark stands: a second at most on the limited path
-	}
-	// Another claimer of the queue may be marking it flow controlled at this moment, by
-	// the same race: the verdict, not the mark, decides for a while.
-	s.plainQueues.mark(queue, !controlled)
-	if !controlled {
-		s.flowControlled.mark(queue, false)
-	}
 }
 
 // collectClaimedTasks reads the rows of a claim: a task, its trace context and its flow

@@ -43,17 +43,20 @@ func (s *Store) claimLimited(ctx context.Context, queue string, limit int, param
 		return nil, translate("claim tasks", err)
 	}
 	var report store.ClaimReport
-	tasks, err := collectLimitedClaim(rows, &report)
+	tasks, plain, err := collectLimitedClaim(rows, &report)
 	if err != nil {
 		return nil, translate("claim tasks", err)
 	}
 	if params.Report != nil {
 		*params.Report = report
 	}
-	// Tasks the plain statement left, or a setting that held the claim back: the queue
-	// is flow controlled, and its next claims skip the plain statement for a while.
-	// Nothing claimed and nothing held back: an empty queue, which may well be plain.
-	s.flowControlled.mark(queue, len(tasks) > 0 || report.HeldBack != "")
+	// The function says whether the queue is flow controlled (settings that limit or
+	// pause it, or grouped tasks): if so, its next claims skip the plain statement for
+	// a while. A plain queue gets here when the plain statement found nothing due and
+	// a task came in before this call (another claimer's race): it stays on the plain
+	// statement. Nothing claimed and nothing held back: an empty queue, which may well
+	// be plain.
+	s.flowControlled.mark(queue, !plain && (len(tasks) > 0 || report.HeldBack != ""))
 	return tasks, nil
 }
 
@@ -79,40 +82,46 @@ func (f *flowControlledQueues) mark(queue string, controlled bool) {
 	}
 }
 
-// collectLimitedClaim reads rota.claim_limited's rows: (held, retry_ms, the task's
-// columns, trace_context, its flow step's columns); a row with held set carries the report and no task.
-func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) ([]*store.Task, error) {
+// collectLimitedClaim reads rota.claim_limited's rows: (held, retry_ms, plain, the
+// task's columns, trace_context, its flow step's columns); a row without a task is the
+// report: held set when a setting held the claim back, plain when the queue is not
+// flow controlled at all.
+func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) (tasks []*store.Task, plain bool, err error) {
 	defer rows.Close()
-	tasks := []*store.Task{}
+	tasks = []*store.Task{}
 	for rows.Next() {
 		var held pgtype.Text
 		var retryMS pgtype.Float8
-		if raw := rows.RawValues(); len(raw) > 2 && raw[2] == nil { // no task: the report
+		var isPlain pgtype.Bool
+		if raw := rows.RawValues(); len(raw) > 3 && raw[3] == nil { // no task: the report
 			dst := make([]any, len(rows.FieldDescriptions())) // nil: the task's columns, skipped
-			dst[0], dst[1] = &held, &retryMS
+			dst[0], dst[1], dst[2] = &held, &retryMS, &isPlain
 			if err := rows.Scan(dst...); err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			report.Hold(store.HoldBack(held.String), time.Duration(retryMS.Float64*float64(time.Millisecond)))
+			plain = isPlain.Bool
+			if held.Valid {
+				report.Hold(store.HoldBack(held.String), time.Duration(retryMS.Float64*float64(time.Millisecond)))
+			}
 			continue
 		}
 		var ts taskScan
 		var trace []byte
 		var fs flowScan
-		dst := append(append([]any{&held, &retryMS}, ts.dest()...), &trace)
+		dst := append(append([]any{&held, &retryMS, &isPlain}, ts.dest()...), &trace)
 		if err := rows.Scan(append(dst, fs.dest()...)...); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		t := ts.result()
 		fs.apply(t)
 		if err := decodeTraceContext(t, trace); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		tasks = append(tasks, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	shareStepInputs(tasks)
-	return tasks, nil
+	return tasks, plain, nil
 }

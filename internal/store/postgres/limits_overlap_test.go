@@ -29,7 +29,7 @@ func openClaim(t *testing.T, pool *pgxpool.Pool, queue string, limit int) (pgx.T
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	var n int
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM rota.claim_limited_pending($1, $2, 'open', '1 minute', NULL)
-		WHERE held IS NULL`, queue, limit).Scan(&n); err != nil {
+		WHERE id IS NOT NULL`, queue, limit).Scan(&n); err != nil {
 		t.Fatalf("open claim: %v", err)
 	}
 	return tx, n

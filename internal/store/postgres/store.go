@@ -40,9 +40,6 @@ type Store struct {
 
 	// flowControlled: queues whose last claims went through rota.claim_limited (limits.go).
 	flowControlled flowControlledQueues
-	// plainQueues: queues found plain by recheckFlowControlled lately (lease.go); their
-	// claims start with the plain statement whatever flowControlled says.
-	plainQueues flowControlledQueues
 
 	// wake sends CreateTasks' wake-ups (wakeups.go).
 	wake *wakeSender
