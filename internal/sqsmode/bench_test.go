@@ -48,8 +48,9 @@ type drainSetup struct {
 // PostgreSQL's backends of the test database, fauxqs: task_*_us) against the ceiling's
 // CPU per message (ceil_msg_*_us). The sub-benchmarks run the defaults and, for
 // comparison in the same run, one enqueue round at a time per queue (as before
-// RoundsPerQueue), a single fetch loop per worker, and fetches of one receive (10
-// messages, as before sqsmode.FetchBatch) and the enqueuer's rounds of 100 sent 4 calls
+// RoundsPerQueue), a single fetch loop per worker, fetches of one receive (10
+// messages, as before sqsmode.FetchBatch) and of 40 (its value before session 11), and
+// the enqueuer's rounds of 100 sent 4 calls
 // at once (the defaults before session 7).
 //
 //	go test -run '^$' -bench SQSModeDrain -benchtime 10000x -count 3 ./internal/sqsmode/
@@ -59,6 +60,7 @@ func BenchmarkSQSModeDrain(b *testing.B) {
 		{name: "rounds_per_queue=1", roundsPerQueue: 1},
 		{name: "fetch_loops=1", fetchLoops: 1},
 		{name: "fetch_batch=10", fetchBatch: 10},
+		{name: "fetch_batch=40", fetchBatch: 40},
 		{name: "enqueue_batch=100,send_concurrency=4", enqueueBatch: 100, sendConcurrency: 4},
 	} {
 		b.Run(setup.name, func(b *testing.B) { benchmarkSQSModeDrain(b, setup) })
