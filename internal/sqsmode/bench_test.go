@@ -54,9 +54,9 @@ type drainSetup struct {
 // CPU per message (ceil_msg_*_us). The sub-benchmarks run the defaults and, for
 // comparison in the same run, one enqueue round at a time per queue (as before
 // RoundsPerQueue), a single fetch loop per worker, fetches of one receive (10
-// messages, as before sqsmode.FetchBatch) and of 40 (its value before session 11), and
-// the enqueuer's rounds of 100 sent 4 calls
-// at once (the defaults before session 7).
+// messages, as before sqsmode.FetchBatch) and of 40 (its value before session 11), the
+// enqueuer's rounds of 100 sent 4 calls at once (the defaults before session 7), and
+// enqueue rounds held while 2,000 sent messages are unreceived (maxAhead).
 //
 //	go test -run '^$' -bench SQSModeDrain -benchtime 10000x -count 3 ./internal/sqsmode/
 func BenchmarkSQSModeDrain(b *testing.B) {
