@@ -23,8 +23,12 @@ const MaxReceiveBatch = maxBatch
 // Fetch claims. Under a backlog a Fetch receives that many with concurrent receives of
 // 10 (one long poll, then short polls while the first came back full) and claims them
 // in one statement, shared with the worker's other fetches (claimBatcher): a claim's
-// planning and commit cost the database about as much for 40 ids as for 10.
-const FetchBatch = 4 * maxBatch
+// planning and commit cost the database about as much for 100 ids as for 10. It bounds
+// what a worker has in flight from SQS (FetchLoops fetches of FetchBatch), whatever its
+// slots: at 40 (before session 11) claims stayed near 50 ids and outcome batches near
+// 45 with 1,000 slots as with 100; at 100 they are about 115 and 80
+// (docs/performance.md, "SQS mode (session 11)").
+const FetchBatch = 10 * maxBatch
 
 // maxVisibility is the longest visibility timeout SQS accepts: 12 hours.
 const maxVisibility = 12 * time.Hour

@@ -131,3 +131,35 @@ func TestFetchTakesABacklogFetchBatchAtATime(t *testing.T) {
 		}
 	}
 }
+
+// A Fetch over a shallow queue stops receiving after the first wave of short polls that
+// comes back short: 25 visible messages cost the full receive and one wave of 3, not
+// the 9 short polls that a FetchBatch of 100 received at once (SQS calls that bring
+// nothing cost as much as full ones).
+func TestFetchOfAShallowQueueStopsAtAShortWave(t *testing.T) {
+	t.Parallel()
+	e := newSQSEnv(t)
+	qs := e.queues(true)
+	m := sqsmode.NewMetrics(nil)
+	stopEnqueuer := run(t, e.enqueuer(qs, m, nil).Run)
+	params := make([]store.CreateParams, 25)
+	for i := range params {
+		params[i] = store.CreateParams{Kind: "noop"}
+	}
+	ids := e.create(params...)
+	e.waitAll(ids, store.StatusEnqueued)
+	stopEnqueuer()
+	url := e.url("rota")
+	poll.Until(t, "every message visible", waitTimeout, 10*time.Millisecond, func() bool { return e.srv.CountMessages(t, url).Visible == len(ids) })
+
+	calls := &callCounter{}
+	src := e.source(qs, "worker-a", m, func(c *sqsmode.SourceConfig) { c.Client = calls.wrap(c.Client) })
+	got, err := src.Fetch(context.Background(), store.DefaultQueue, sqsmode.FetchBatch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(ids) || calls.total() != 4 {
+		t.Errorf("one Fetch of %d over %d messages: %d tasks in %d receives, want %d in 4",
+			sqsmode.FetchBatch, len(ids), len(got), calls.total(), len(ids))
+	}
+}

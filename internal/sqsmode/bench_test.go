@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/rotaqueue/rota/internal/runtime"
@@ -35,6 +36,10 @@ type drainSetup struct {
 	fetchLoops                    int // each worker's FetchLoops
 	fetchBatch                    int // each worker's FetchBatch (default: sqsmode.FetchBatch)
 	enqueueBatch, sendConcurrency int // the Enqueuer's BatchSize and SendConcurrency
+	// maxAhead > 0 holds each enqueue round while more than this many sent messages are
+	// not yet received: a benchmark-only bound on what fauxqs holds, to measure what
+	// the enqueuer's lead costs it (not a setting of the Enqueuer).
+	maxAhead int
 }
 
 // BenchmarkSQSModeDrain measures SQS mode end to end: b.N due noop tasks in PostgreSQL
@@ -48,9 +53,10 @@ type drainSetup struct {
 // PostgreSQL's backends of the test database, fauxqs: task_*_us) against the ceiling's
 // CPU per message (ceil_msg_*_us). The sub-benchmarks run the defaults and, for
 // comparison in the same run, one enqueue round at a time per queue (as before
-// RoundsPerQueue), a single fetch loop per worker, and fetches of one receive (10
-// messages, as before sqsmode.FetchBatch) and the enqueuer's rounds of 100 sent 4 calls
-// at once (the defaults before session 7).
+// RoundsPerQueue), a single fetch loop per worker, fetches of one receive (10
+// messages, as before sqsmode.FetchBatch) and of 40 (its value before session 11), the
+// enqueuer's rounds of 100 sent 4 calls at once (the defaults before session 7), and
+// enqueue rounds held while 2,000 sent messages are unreceived (maxAhead).
 //
 //	go test -run '^$' -bench SQSModeDrain -benchtime 10000x -count 3 ./internal/sqsmode/
 func BenchmarkSQSModeDrain(b *testing.B) {
@@ -59,7 +65,9 @@ func BenchmarkSQSModeDrain(b *testing.B) {
 		{name: "rounds_per_queue=1", roundsPerQueue: 1},
 		{name: "fetch_loops=1", fetchLoops: 1},
 		{name: "fetch_batch=10", fetchBatch: 10},
+		{name: "fetch_batch=40", fetchBatch: 40},
 		{name: "enqueue_batch=100,send_concurrency=4", enqueueBatch: 100, sendConcurrency: 4},
+		{name: "max_ahead=2000", maxAhead: 2000},
 	} {
 		b.Run(setup.name, func(b *testing.B) { benchmarkSQSModeDrain(b, setup) })
 	}
@@ -100,7 +108,11 @@ func benchmarkSQSModeDrain(b *testing.B, setup drainSetup) {
 		fleet.start(b, runCtx, src, runtime.Config{Store: st, FetchLoops: setup.fetchLoops, FetchBatch: setup.fetchBatch,
 			Logger: logger}, &ran)
 	}
-	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: st, Client: calls.wrap(benchClient(b, srv)),
+	var enqStore store.Store = st
+	if setup.maxAhead > 0 {
+		enqStore = &aheadBound{Store: st, metrics: metrics, max: int64(setup.maxAhead)}
+	}
+	enq, err := sqsmode.NewEnqueuer(sqsmode.EnqueuerConfig{Store: enqStore, Client: calls.wrap(benchClient(b, srv)),
 		Queues: queues, RoundsPerQueue: setup.roundsPerQueue, BatchSize: setup.enqueueBatch,
 		SendConcurrency: setup.sendConcurrency, Metrics: metrics, Logger: logger})
 	if err != nil {
@@ -241,5 +253,24 @@ func (f *benchFleet) wait(b *testing.B) {
 	}
 	for _, src := range f.sources {
 		src.Close()
+	}
+}
+
+// aheadBound holds each enqueue round while more than max sent messages are not yet
+// received (drainSetup.maxAhead).
+type aheadBound struct {
+	store.Store
+	metrics *sqsmode.Metrics
+	max     int64
+}
+
+func (a *aheadBound) EnqueueDue(ctx context.Context, p store.EnqueueParams,
+	send func(context.Context, []uuid.UUID) ([]uuid.UUID, error)) (int, error) {
+	for {
+		s := a.metrics.Stats()
+		if s.Sent-s.Received <= a.max || ctx.Err() != nil {
+			return a.Store.EnqueueDue(ctx, p, send)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

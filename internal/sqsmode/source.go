@@ -78,9 +78,36 @@ func (s *Source) Fetch(ctx context.Context, rq string, max int) ([]runtime.Deliv
 }
 
 // receiveMore receives up to n more messages of Rota queue rq after a full receive from
-// url: one short poll (no wait) per 10, all at once. It is opportunistic: a receive that
-// fails only brings nothing (the next Fetch meets the error again and reports it).
+// url: short polls (no wait) of 10, in waves of concurrent receives (firstWave, then
+// the rest), the next wave only when every receive of the last came back full. A
+// shallow queue thus costs at most firstWave receives that bring little, as FetchBatch
+// 40 did; a backlog is received FetchBatch at a time in two round trips. Measured,
+// receiving all of FetchBatch 100 at once raised SQS calls per task from 0.31 to 0.33,
+// which ate the database's gain (docs/performance.md, "SQS mode (session 11)"). It is
+// opportunistic: a receive that fails only brings nothing (the next Fetch meets the
+// error again and reports it).
 func (s *Source) receiveMore(ctx context.Context, rq, url string, n int) []types.Message {
+	var out []types.Message
+	for wave := firstWave; n > 0; wave = maxWave {
+		msgs, full := s.receiveWave(ctx, rq, url, min(n, wave*maxBatch))
+		out = append(out, msgs...)
+		n -= len(msgs)
+		if !full {
+			break
+		}
+	}
+	return out
+}
+
+// Waves of receiveMore, in receives of 10.
+const (
+	firstWave = 3
+	maxWave   = FetchBatch / maxBatch
+)
+
+// receiveWave receives up to n messages of Rota queue rq from url with concurrent short
+// polls of up to 10, and says whether every poll came back full.
+func (s *Source) receiveWave(ctx context.Context, rq, url string, n int) ([]types.Message, bool) {
 	batches := make([][]types.Message, (n+maxBatch-1)/maxBatch)
 	warm.each(len(batches), len(batches), func(i int) {
 		// The receipts are kept with the first receive's URL (claim): messages of
@@ -90,10 +117,12 @@ func (s *Source) receiveMore(ctx context.Context, rq, url string, n int) []types
 		}
 	})
 	var out []types.Message
-	for _, b := range batches {
+	full := true
+	for i, b := range batches {
 		out = append(out, b...)
+		full = full && len(b) == min(maxBatch, n-i*maxBatch)
 	}
-	return out
+	return out, full
 }
 
 // FetchIdle is Fetch for an idle queue, whose loop holds no slot (runtime.IdleFetcher):
