@@ -3,14 +3,13 @@ package sqsmode_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/procfs"
 
 	"github.com/rotaqueue/rota/internal/proccpu"
 )
@@ -81,23 +80,15 @@ func backendPids(b *testing.B, pool *pgxpool.Pool) []int {
 
 // fauxqsPids are this process's children running fauxqs's launcher.
 func fauxqsPids() []int {
-	self := strconv.Itoa(os.Getpid())
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	procs, _ := procfs.AllProcs()
 	var pids []int
-	for _, dir := range dirs {
-		cmdline, err := os.ReadFile(dir + "/cmdline")
-		if err != nil || !strings.Contains(string(cmdline), "launch.mjs") {
+	for _, p := range procs {
+		cmdline, err := p.CmdLine()
+		if err != nil || !strings.Contains(strings.Join(cmdline, " "), "launch.mjs") {
 			continue
 		}
-		stat, err := os.ReadFile(dir + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 1 && fields[1] == self { // field 4: the parent's pid
-			pid, _ := strconv.Atoi(filepath.Base(dir))
-			pids = append(pids, pid)
+		if st, err := p.Stat(); err == nil && st.PPID == os.Getpid() {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids
