@@ -19,9 +19,9 @@ import (
 // repeat reports ErrLeaseLost and changes nothing).
 //
 // One write is in flight at a time, and a second one only while no queue has a backlog
-// (spareWriter): under a trickle an outcome need not wait for the write before it, and
-// a drain keeps the single writer that session 8 measured as its best (two writers
-// stepped on each other there).
+// and the one in flight is small (spareWriter): under a trickle an outcome need not wait
+// for the write before it, and a drain keeps the single writer that session 8 measured
+// as its best (two writers stepped on each other there).
 //
 // When its ctx ends it stops waiting, writes everything queued and returns; store calls
 // then run on a context of their own, cancelled graceBound later.
@@ -50,10 +50,19 @@ type committer struct {
 	// goroutine of its own, sends on writeEnded (buffer maxWrites) when it returns.
 	writing    int
 	writeEnded chan struct{}
+	// writingOutcomes counts the outcomes of the writes in flight (spareWriter).
+	writingOutcomes atomic.Int64
 }
 
 // maxWrites is the most outcome writes in flight at once (spareWriter).
 const maxWrites = 2
+
+// spareBeside is the most outcomes the write in flight may carry for a second write to
+// start beside it. A trickle's writes carry a few (at 1,000-2,000 tasks/s on an idle
+// machine, 5-10); writes grow when they slow down (a batch is about the rate times a
+// write's time), so a large one says the database is busy, and there a second write
+// costs more than its wait saves (loaded runs at 2,000/s, docs/performance.md session 11).
+const spareBeside = 16
 
 type pendingOutcome struct {
 	e *inflight
@@ -160,8 +169,10 @@ func (c *committer) dispatch(storeCtx context.Context, batch []pendingOutcome) {
 		batch = c.topUp(batch)
 	}
 	c.writing++
+	c.writingOutcomes.Add(int64(len(batch)))
 	go func() {
 		defer func() { c.writeEnded <- struct{}{} }()
+		defer c.writingOutcomes.Add(-int64(len(batch)))
 		c.commit(storeCtx, batch)
 	}()
 }
@@ -185,10 +196,11 @@ func (c *committer) waitWrites(n int) {
 
 // spareWriter reports whether a second write may start beside the one in flight: only
 // while no claiming loop has a backlog (its last claim came back short of its ask), so
-// that a drain, whose claims come back full, keeps one writer. A Source settles its
-// deliveries after each write (Source.Settle), one batch at a time, as it always has.
+// that a drain, whose claims come back full, keeps one writer, and only beside a small
+// write (spareBeside). A Source settles its deliveries after each write
+// (Source.Settle), one batch at a time, as it always has.
 func (c *committer) spareWriter() bool {
-	return c.w.cfg.Source == nil && c.w.backlogLoops.Load() == 0
+	return c.w.cfg.Source == nil && c.w.backlogLoops.Load() == 0 && c.writingOutcomes.Load() <= spareBeside
 }
 
 // topUp adds what is queued to batch, without waiting, up to CommitBatch.

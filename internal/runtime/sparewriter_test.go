@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/store"
@@ -92,5 +93,48 @@ func TestOneWriterUnderBacklog(t *testing.T) {
 	}
 	if n := st.besideHeld.Load(); n > 0 {
 		t.Fatalf("%d writes started beside the held first one while the queue had a backlog", n)
+	}
+}
+
+// TestNoSpareWriterBesideALargeWrite: a second write starts only beside a small one. A
+// large write in flight says the database is slow to write (batches grow with a write's
+// time), and there a second statement costs more than the wait it saves.
+func TestNoSpareWriterBesideALargeWrite(t *testing.T) {
+	t.Parallel()
+	var started atomic.Int64
+	release := newGate()
+	mux := runtime.NewMux()
+	mux.HandleFunc("noop", func(context.Context, *runtime.Job) error {
+		started.Add(1)
+		<-release.ch
+		return nil
+	})
+	cfg := testConfig(t)
+	// One claim takes the 20 tasks (short of its ask: no backlog), and their outcomes
+	// go in one write: the batch waits for every running handler.
+	cfg.Concurrency, cfg.CommitInterval = 30, time.Hour
+	st := newBlockedFirstWrite(t)
+	cfg.Store = st
+	h := newHarness(t, mux, cfg)
+	params := make([]store.CreateParams, 20)
+	for i := range params {
+		params[i] = store.CreateParams{Kind: "noop"}
+	}
+	ids := h.create(params...)
+	h.start()
+	waitFor(t, "20 handlers to start", func() bool { return started.Load() == 20 })
+	release.open()
+	waitFor(t, "the write of the 20 outcomes to start", st.firstHeld.Load)
+	ids = append(ids, h.create(store.CreateParams{Kind: "noop"})...)
+	waitFor(t, "the 21st handler to run", func() bool { return started.Load() == 21 })
+	st.gate.open()
+	for _, id := range ids {
+		h.waitStatus(id, store.StatusSucceeded)
+	}
+	if n := st.besideHeld.Load(); n > 0 {
+		t.Fatalf("%d writes started beside a held write of 20 outcomes", n)
+	}
+	if n := st.calls.Load(); n != 2 {
+		t.Fatalf("%d writes, want 2 (the 20 outcomes, then the 21st)", n)
 	}
 }
