@@ -36,6 +36,16 @@ type pickupStages struct {
 	StartP99ms  float64 `json:"start_p99_ms"`
 	Claims      int     `json:"claims"` // distinct claim statements that returned the jobs
 	TasksPerRun float64 `json:"tasks_per_claim"`
+
+	// After the pickup: the handler's start -> its SUCCEEDED committed (the handler is a
+	// no-op, so this is the outcome's wait in the committer plus its write), and the
+	// outcome writes themselves (Observer.CommitDone: one RecordOutcomes call each).
+	DoneP50ms  float64 `json:"done_p50_ms"`
+	DoneP99ms  float64 `json:"done_p99_ms"`
+	WriteP50ms float64 `json:"write_p50_ms"`
+	WriteP99ms float64 `json:"write_p99_ms"`
+	Writes     int     `json:"writes"`
+	PerWrite   float64 `json:"outcomes_per_write"`
 }
 
 // stageRecorder collects the moments pickupStages needs.
@@ -46,6 +56,16 @@ type stageRecorder struct {
 
 	mu       sync.Mutex
 	notified []int64 // ns since base, in arrival order
+	writes   []time.Duration
+	written  int
+}
+
+// commitDone records one outcome write of n outcomes that took took.
+func (r *stageRecorder) commitDone(n int, took time.Duration) {
+	r.mu.Lock()
+	r.writes = append(r.writes, took)
+	r.written += n
+	r.mu.Unlock()
 }
 
 func newStageRecorder(base time.Time, n int) *stageRecorder {
@@ -90,13 +110,15 @@ func (r *stageRecorder) listen(ctx context.Context, d *database, channel string)
 	return func() { <-done }, nil
 }
 
-// stages computes pickupStages from the commits and handler starts (ns since base, by seq).
-func (r *stageRecorder) stages(committed, started []atomic.Int64) *pickupStages {
+// stages computes pickupStages from the commits, handler starts and successes (ns since
+// base, by seq).
+func (r *stageRecorder) stages(committed, started, succeeded []atomic.Int64) *pickupStages {
 	n := len(committed) - 1
-	var wake, wait, claim, start []time.Duration
+	var wake, wait, claim, start, done []time.Duration
 	claims := map[int64]bool{}
 	r.mu.Lock()
 	notified := slices.Clone(r.notified)
+	writes, written := slices.Clone(r.writes), r.written
 	r.mu.Unlock()
 	for seq := 1; seq <= n; seq++ {
 		in, cs, cr := committed[seq].Load(), r.claimStarted[seq].Load(), r.claimReturned[seq].Load()
@@ -107,6 +129,7 @@ func (r *stageRecorder) stages(committed, started []atomic.Int64) *pickupStages 
 		wait = append(wait, max(0, time.Duration(cs-in)))
 		claim = append(claim, max(0, time.Duration(cr-cs)))
 		start = append(start, max(0, time.Duration(started[seq].Load()-cr)))
+		done = append(done, max(0, time.Duration(succeeded[seq].Load()-started[seq].Load())))
 		if i, _ := slices.BinarySearch(notified, in); i < len(notified) {
 			wake = append(wake, time.Duration(notified[i]-in))
 		}
@@ -127,12 +150,17 @@ func (r *stageRecorder) stages(committed, started []atomic.Int64) *pickupStages 
 		ClaimP50ms: p(claim, 50), ClaimP99ms: p(claim, 99),
 		StartP50ms: p(start, 50), StartP99ms: p(start, 99),
 		Claims: len(claims), TasksPerRun: float64(len(wait)) / float64(len(claims)),
+		DoneP50ms: p(done, 50), DoneP99ms: p(done, 99),
+		WriteP50ms: p(writes, 50), WriteP99ms: p(writes, 99),
+		Writes: len(writes), PerWrite: float64(written) / float64(max(1, len(writes))),
 	}
 }
 
 func (s *pickupStages) String() string {
-	return fmt.Sprintf("stages p50/p99 ms: wake %.2f/%.2f  commit->claim start %.2f/%.2f  claim %.2f/%.2f  claimed->handler %.2f/%.2f  (%d claims, %.1f jobs each)",
-		s.WakeP50ms, s.WakeP99ms, s.WaitP50ms, s.WaitP99ms, s.ClaimP50ms, s.ClaimP99ms, s.StartP50ms, s.StartP99ms, s.Claims, s.TasksPerRun)
+	return fmt.Sprintf("stages p50/p99 ms: wake %.2f/%.2f  commit->claim start %.2f/%.2f  claim %.2f/%.2f  claimed->handler %.2f/%.2f  (%d claims, %.1f jobs each)"+
+		"\n        after: handler->SUCCEEDED %.2f/%.2f  outcome write %.2f/%.2f  (%d writes, %.1f outcomes each)",
+		s.WakeP50ms, s.WakeP99ms, s.WaitP50ms, s.WaitP99ms, s.ClaimP50ms, s.ClaimP99ms, s.StartP50ms, s.StartP99ms, s.Claims, s.TasksPerRun,
+		s.DoneP50ms, s.DoneP99ms, s.WriteP50ms, s.WriteP99ms, s.Writes, s.PerWrite)
 }
 
 // stmtStat is one statement's work during a steady run, from pg_stat_statements.

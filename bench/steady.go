@@ -65,6 +65,7 @@ func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 	if s.IsRota() {
 		rec = newStageRecorder(base, n)
 		h.claimed = rec.claimed
+		h.commitDone = rec.commitDone
 		lctx, cancel := context.WithCancel(ctx)
 		waitListener, err := rec.listen(lctx, s.database(), "rota_tasks")
 		if err != nil {
@@ -134,7 +135,7 @@ func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 		return res, err
 	}
 	if rec != nil {
-		res.Stages = rec.stages(insertedAt, startedAt)
+		res.Stages = rec.stages(insertedAt, startedAt, doneAt)
 	}
 	res.Statements = topStatements(before, snapStatements(ctx, s.database()), 5)
 	pickup := make([]time.Duration, n)

@@ -47,6 +47,9 @@ type hooks struct {
 	// its claim statement started (the database's now(), on the same machine's clock) and
 	// when the claim returned to the worker. Rota only: it splits the pickup (stages.go).
 	claimed func(seq int, claimStarted, claimReturned time.Time)
+	// commitDone, when set, is called after each outcome write (Rota's
+	// Observer.CommitDone) with its size and duration (stages.go).
+	commitDone func(n int, took time.Duration)
 }
 
 // system is one queue configuration under test, bound to its own database.
@@ -417,8 +420,16 @@ func payloadSeq(payload []byte) (int, error) {
 // committed.
 type succeededObserver struct {
 	runtime.Observer
-	fn      func(seq int)
-	claimed func(seq int, claimStarted, claimReturned time.Time)
+	fn         func(seq int)
+	claimed    func(seq int, claimStarted, claimReturned time.Time)
+	commitDone func(n int, took time.Duration)
+}
+
+func (o succeededObserver) CommitDone(n int, took time.Duration, err error) {
+	o.Observer.CommitDone(n, took, err)
+	if o.commitDone != nil && err == nil {
+		o.commitDone(n, took)
+	}
 }
 
 // TaskClaimed reports the claim's start (processing_started_at, the claim statement's
@@ -460,7 +471,7 @@ func (s *rotaSystem) Start(ctx context.Context, h hooks) (func() error, error) {
 	cfg.Logger = discardLogger()
 	// `rota worker` always counts its events in Prometheus metrics (cmd/rota/worker.go:
 	// Observer: metrics.New(reg)); so does this worker, on a registry of its own.
-	cfg.Observer = succeededObserver{Observer: metrics.New(metrics.NewRegistry()), fn: h.succeeded, claimed: h.claimed}
+	cfg.Observer = succeededObserver{Observer: metrics.New(metrics.NewRegistry()), fn: h.succeeded, claimed: h.claimed, commitDone: h.commitDone}
 	w, err := s.client.NewWorker(cfg)
 	if err != nil {
 		return nil, err

@@ -12,10 +12,16 @@ import (
 )
 
 // committer writes outcomes in batches: a batch is sent when it holds CommitBatch
-// outcomes or CommitInterval after its first one was submitted (at once, with what is
-// queued, when that outcome waited that long behind the previous write). A failed write
-// is retried with backoff; that is harmless because every write is fenced by its lease
-// token (a repeat reports ErrLeaseLost and changes nothing).
+// outcomes, CommitInterval after its first one was submitted (at once, with what is
+// queued, when that outcome waited that long behind the previous write), or as soon as
+// no handler is left running whose outcome could join it. A failed write is retried
+// with backoff; that is harmless because every write is fenced by its lease token (a
+// repeat reports ErrLeaseLost and changes nothing).
+//
+// One write is in flight at a time, and a second one only while no queue has a backlog
+// and the one in flight is small (spareWriter): under a trickle an outcome need not wait
+// for the write before it, and a drain keeps the single writer that session 8 measured
+// as its best (two writers stepped on each other there).
 //
 // When its ctx ends it stops waiting, writes everything queued and returns; store calls
 // then run on a context of their own, cancelled graceBound later.
@@ -30,11 +36,33 @@ type committer struct {
 	// recovery waits for it to reach 0 before claims resume (waitHeld).
 	held atomic.Int64
 
+	// busy counts the handlers started whose outcome is not handed over yet (nor
+	// dropped): while it is 0 no outcome can join the batch being collected, so the
+	// batch goes at once instead of waiting out CommitInterval.
+	busy atomic.Int64
+
 	// hurry (buffer 1) ends the wait of the batch being collected: a fetcher held back
 	// by a concurrency limit waits for outcomes to be written (heldback.go), and the
 	// limit counts a task until its outcome is written, not until its handler returned.
 	hurry chan struct{}
+
+	// writing counts the writes in flight (run's goroutine only); each write, on a
+	// goroutine of its own, sends on writeEnded (buffer maxWrites) when it returns.
+	writing    int
+	writeEnded chan struct{}
+	// writingOutcomes counts the outcomes of the writes in flight (spareWriter).
+	writingOutcomes atomic.Int64
 }
+
+// maxWrites is the most outcome writes in flight at once (spareWriter).
+const maxWrites = 2
+
+// spareBeside is the most outcomes the write in flight may carry for a second write to
+// start beside it. A trickle's writes carry a few (at 1,000-2,000 tasks/s on an idle
+// machine, 5-10); writes grow when they slow down (a batch is about the rate times a
+// write's time), so a large one says the database is busy, and there a second write
+// costs more than its wait saves (loaded runs at 2,000/s, docs/performance.md session 11).
+const spareBeside = 16
 
 type pendingOutcome struct {
 	e *inflight
@@ -53,11 +81,17 @@ func newCommitter(w *Worker) *committer {
 		// Concurrency outcomes, every slot of a busy worker waited for each write to end
 		// before its next claim. A committer that stalls (the database is down) still
 		// stalls claiming once this is full.
-		in:    make(chan pendingOutcome, max(w.cfg.Concurrency, w.cfg.CommitBatch)),
-		done:  make(chan struct{}),
-		hurry: make(chan struct{}, 1),
+		in:         make(chan pendingOutcome, max(w.cfg.Concurrency, w.cfg.CommitBatch)),
+		done:       make(chan struct{}),
+		hurry:      make(chan struct{}, 1),
+		writeEnded: make(chan struct{}, maxWrites),
 	}
 }
+
+// handlerStarted counts a handler whose outcome is to come (busy); handlerGone, called
+// once for each, before its outcome is submitted or when it has none to submit.
+func (c *committer) handlerStarted() { c.busy.Add(1) }
+func (c *committer) handlerGone()    { c.busy.Add(-1) }
 
 // expedite has the batch being collected written now instead of after CommitInterval.
 func (c *committer) expedite() {
@@ -115,12 +149,83 @@ func (c *committer) run(ctx context.Context) {
 			select {
 			case first = <-c.in:
 			case <-ctx.Done():
+				c.waitWrites(0)
 				c.flush(ctx, storeCtx)
 				return
 			}
 		}
-		c.commit(storeCtx, c.collect(ctx, first))
+		c.dispatch(storeCtx, c.collect(ctx, first))
 	}
+}
+
+// dispatch starts the write of batch on a goroutine of its own once a writer is free:
+// at once when nothing is in flight, beside the write in flight while spareWriter
+// allows. While it waits for a write to end, outcomes queue; the batch takes them along
+// (topUp), as a single writer's next batch would.
+func (c *committer) dispatch(storeCtx context.Context, batch []pendingOutcome) {
+	c.waitWrites(maxWrites) // count the writes that ended meanwhile
+	for c.writing > 0 && (c.writing >= maxWrites || !c.spareWriter()) {
+		c.waitWrites(c.writing - 1)
+		batch = c.topUp(batch)
+	}
+	c.writing++
+	c.writingOutcomes.Add(int64(len(batch)))
+	go func() {
+		defer func() { c.writeEnded <- struct{}{} }()
+		defer c.writingOutcomes.Add(-int64(len(batch)))
+		c.commit(storeCtx, batch)
+	}()
+}
+
+// waitWrites waits until at most n writes are in flight, counting those that ended.
+func (c *committer) waitWrites(n int) {
+	for c.writing > 0 {
+		if c.writing <= n {
+			select { // count what has ended without waiting
+			case <-c.writeEnded:
+				c.writing--
+				continue
+			default:
+				return
+			}
+		}
+		<-c.writeEnded
+		c.writing--
+	}
+}
+
+// spareWriter reports whether a second write may start beside the one in flight: only
+// while no claiming loop has a backlog (its last claim came back short of its ask), so
+// that a drain, whose claims come back full, keeps one writer, and only beside a small
+// write (spareBeside). A Source settles its deliveries after each write
+// (Source.Settle), one batch at a time, as it always has.
+func (c *committer) spareWriter() bool {
+	return c.w.cfg.Source == nil && c.w.backlogLoops.Load() == 0 && c.writingOutcomes.Load() <= spareBeside
+}
+
+// topUp adds what is queued to batch, without waiting, up to CommitBatch.
+func (c *committer) topUp(batch []pendingOutcome) []pendingOutcome {
+	if c.carry != nil {
+		return batch // the carried outcome goes first in the next batch
+	}
+	inBatch := make(map[uuid.UUID]bool, len(batch))
+	for _, p := range batch {
+		inBatch[p.o.TaskID] = true
+	}
+	for len(batch) < c.w.cfg.CommitBatch {
+		select {
+		case p := <-c.in:
+			if inBatch[p.o.TaskID] {
+				c.carry = &p
+				return batch
+			}
+			inBatch[p.o.TaskID] = true
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // collect builds a batch starting with first.
@@ -129,7 +234,7 @@ func (c *committer) collect(ctx context.Context, first pendingOutcome) []pending
 	batch := []pendingOutcome{first}
 	inBatch := map[uuid.UUID]bool{first.o.TaskID: true}
 	var timeout <-chan time.Time
-	if wait := cfg.CommitInterval - time.Since(first.submitted); wait > 0 && ctx.Err() == nil && !c.writeAtOnce(first) {
+	if wait := cfg.CommitInterval - time.Since(first.submitted); wait > 0 && ctx.Err() == nil && !c.writeAtOnce(first) && c.busy.Load() > 0 {
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		timeout = t.C
@@ -162,6 +267,9 @@ func (c *committer) collect(ctx context.Context, first pendingOutcome) []pending
 		}
 		inBatch[p.o.TaskID] = true
 		batch = append(batch, p)
+		if timeout != nil && c.busy.Load() == 0 {
+			timeout = nil // no handler left whose outcome could join: take what is queued
+		}
 	}
 	return batch
 }

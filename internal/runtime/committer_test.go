@@ -36,7 +36,9 @@ func TestCommitterIntervalCountsFromSubmission(t *testing.T) {
 		t.Fatal("a batch whose first outcome waited past CommitInterval was not written at once")
 	}
 
-	// A fresh first outcome waits for the interval (here: until the context ends).
+	// A fresh first outcome waits for the interval (here: until the context ends) while
+	// a handler still runs whose outcome could join it.
+	c.handlerStarted()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { got <- c.collect(ctx, outcome(time.Now())) }()
 	select {
@@ -46,4 +48,45 @@ func TestCommitterIntervalCountsFromSubmission(t *testing.T) {
 	}
 	cancel()
 	<-got
+}
+
+// TestCommitterWritesAtOnceWhenNoHandlerRuns: a batch waits CommitInterval only while a
+// handler runs whose outcome could join it. With none left (the last one's outcome is
+// in), it goes at once: under a trickle, the wait bought nothing but latency.
+func TestCommitterWritesAtOnceWhenNoHandlerRuns(t *testing.T) {
+	w := &Worker{cfg: Config{Concurrency: 10, CommitBatch: 100, CommitInterval: time.Hour}}
+	c := newCommitter(w)
+	outcome := func() pendingOutcome {
+		return pendingOutcome{
+			e:         &inflight{task: &store.Task{Queue: "q"}},
+			o:         store.Outcome{TaskID: uuid.New()},
+			submitted: time.Now(),
+		}
+	}
+	collected := func(what string, got <-chan []pendingOutcome, want int) {
+		t.Helper()
+		select {
+		case batch := <-got:
+			if len(batch) != want {
+				t.Errorf("%s: batch of %d outcomes, want %d", what, len(batch), want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the batch waited for CommitInterval", what)
+		}
+	}
+
+	// No handler running: the lone outcome is written at once.
+	got := make(chan []pendingOutcome, 1)
+	go func() { got <- c.collect(context.Background(), outcome()) }()
+	collected("no handler running", got, 1)
+
+	// Two handlers ran; the first one's outcome waits for the second's, which ends the
+	// wait (no third is running).
+	c.handlerStarted()
+	c.handlerStarted()
+	c.handlerGone()
+	go func() { got <- c.collect(context.Background(), outcome()) }()
+	c.handlerGone()
+	c.in <- outcome()
+	collected("the last handler's outcome came", got, 2)
 }

@@ -39,6 +39,7 @@ func (x *executor) start(d Delivery) {
 		// (claimed, then canceled) or an earlier one's (canceled, replayed, claimed).
 		go x.w.checkCancel(x.base, e)
 	}
+	x.w.committer.handlerStarted()
 	x.wg.Add(1)
 	go x.run(ctx, e)
 }
@@ -61,6 +62,12 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 	defer x.wg.Done()
 	defer x.w.capacity.release(e.task.Queue, 1)
 	defer e.cancel(nil)
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			x.w.committer.handlerGone() // no outcome to submit (abandoned, lease lost)
+		}
+	}()
 
 	w := x.w
 	t := e.task
@@ -105,6 +112,10 @@ func (x *executor) run(ctx context.Context, e *inflight) {
 		return
 	}
 	o := x.outcome(ctx, e, entry.opts, output, err)
+	// Counted gone before the outcome is queued, so that the committer, taking it, sees
+	// whether another handler's outcome may still come (committer.busy).
+	handedOver = true
+	w.committer.handlerGone()
 	if !w.committer.submit(pendingOutcome{e: e, o: o, submitted: time.Now()}) {
 		// A handler that returned after shutdown stopped the committer (it outlasted the
 		// grace bound but not AbandonGrace) gets here; its lease will expire and the

@@ -96,8 +96,11 @@ func (f *fetcher) run(ctx context.Context) {
 	// claim of a sibling (below), which says the queue has a backlog, or as the first
 	// would be. So a worker of many idle queues claims once per queue on start.
 	backlog := f.loops.Add(1) == 1
+	var counted backlogCount
+	defer counted.set(f.w, false)
 	failures := 0
 	for {
+		counted.set(f.w, backlog)
 		if !backlog && !f.waitIdle(ctx) {
 			return
 		}
@@ -169,6 +172,22 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			backlog = true
 		}
+	}
+}
+
+// backlogCount is whether a claiming loop is counted in Worker.backlogLoops.
+type backlogCount bool
+
+// set counts the loop in Worker.backlogLoops while backlog holds.
+func (b *backlogCount) set(w *Worker, backlog bool) {
+	if bool(*b) == backlog {
+		return
+	}
+	*b = backlogCount(backlog)
+	if backlog {
+		w.backlogLoops.Add(1)
+	} else {
+		w.backlogLoops.Add(-1)
 	}
 }
 

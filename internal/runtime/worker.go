@@ -49,8 +49,12 @@ type Worker struct {
 	executor  *executor
 	committer *committer
 	heartbeat *heartbeater
-	reaper    *reaper
-	presence  *presence
+	// backlogLoops counts the claiming loops (of every queue) whose last claim came back
+	// full or that wait for slots: while it is 0 no queue has a backlog, and the
+	// committer may write beside the write in flight (committer.spareWriter).
+	backlogLoops atomic.Int32
+	reaper       *reaper
+	presence     *presence
 }
 
 // NewWorker checks cfg, fills its defaults and returns a worker ready to Run.
