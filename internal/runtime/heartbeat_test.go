@@ -59,11 +59,7 @@ func TestHeartbeatsGoInBatches(t *testing.T) {
 	cfg.LeaseDuration = time.Second
 	cfg.HeartbeatInterval = 250 * time.Millisecond
 	h := newHarness(t, mux, cfg).start()
-	params := make([]store.CreateParams, n)
-	for i := range params {
-		params[i] = store.CreateParams{Kind: "long"}
-	}
-	ids := h.create(params...)
+	ids := h.createN(n, store.CreateParams{Kind: "long"})
 	waitFor(t, "every task to start", func() bool { return started.Load() == n })
 	// Two lease durations: every lease must have been extended a few times over.
 	time.Sleep(2 * cfg.LeaseDuration)

@@ -169,11 +169,7 @@ func TestOneLoopClaimsHalfTheSlotsAtTheConcurrencyLimitPostgres(t *testing.T) {
 // drainNoops creates n noop tasks, starts h's worker and waits for every task to succeed.
 func drainNoops(h *harness, n int) {
 	h.t.Helper()
-	params := make([]store.CreateParams, n)
-	for i := range params {
-		params[i] = store.CreateParams{Kind: "noop"}
-	}
-	ids := h.create(params...)
+	ids := h.createN(n, store.CreateParams{Kind: "noop"})
 	h.start()
 	for _, id := range ids {
 		h.waitStatus(id, store.StatusSucceeded)

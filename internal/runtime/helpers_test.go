@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,6 +99,12 @@ func (h *harness) stop() {
 func (h *harness) create(params ...store.CreateParams) []uuid.UUID {
 	h.t.Helper()
 	return createTasks(h.t, h.store, params...)
+}
+
+// createN creates n tasks made by p.
+func (h *harness) createN(n int, p store.CreateParams) []uuid.UUID {
+	h.t.Helper()
+	return h.create(slices.Repeat([]store.CreateParams{p}, n)...)
 }
 
 func createTasks(t *testing.T, s store.Store, params ...store.CreateParams) []uuid.UUID {

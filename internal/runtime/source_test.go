@@ -430,11 +430,7 @@ func TestIdleQueuesHoldNoSlotWithAnIdleFetcher(t *testing.T) {
 		defer src.mu.Unlock()
 		return src.idleWaits == 3
 	})
-	ps := make([]store.CreateParams, slots)
-	for i := range ps {
-		ps[i] = store.CreateParams{Kind: "wide", Queue: "busy"}
-	}
-	ids := h.create(ps...)
+	ids := h.createN(slots, store.CreateParams{Kind: "wide", Queue: "busy"})
 	for _, id := range ids {
 		src.ids <- id
 	}

@@ -79,11 +79,7 @@ func TestOneWriterUnderBacklog(t *testing.T) {
 	st := newBlockedFirstWrite(t)
 	cfg.Store = st
 	h := newHarness(t, mux, cfg)
-	params := make([]store.CreateParams, 40)
-	for i := range params {
-		params[i] = store.CreateParams{Kind: "noop"}
-	}
-	ids := h.create(params...)
+	ids := h.createN(40, store.CreateParams{Kind: "noop"})
 	h.start()
 	waitFor(t, "six handlers to run while the first write is held",
 		func() bool { return started.Load() >= 6 && st.firstHeld.Load() })
@@ -116,11 +112,7 @@ func TestNoSpareWriterBesideALargeWrite(t *testing.T) {
 	st := newBlockedFirstWrite(t)
 	cfg.Store = st
 	h := newHarness(t, mux, cfg)
-	params := make([]store.CreateParams, 20)
-	for i := range params {
-		params[i] = store.CreateParams{Kind: "noop"}
-	}
-	ids := h.create(params...)
+	ids := h.createN(20, store.CreateParams{Kind: "noop"})
 	h.start()
 	waitFor(t, "20 handlers to start", func() bool { return started.Load() == 20 })
 	release.open()
