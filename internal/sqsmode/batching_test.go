@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
+	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/runtime"
 	"github.com/rotaqueue/rota/internal/sqsmode"
@@ -97,6 +98,19 @@ func TestExtendsOfRunningTasksGoOutInBatches(t *testing.T) {
 	t.Logf("%d extensions in %d batch calls", entries, batches)
 }
 
+// sentNoops creates n noop tasks, has an enqueuer send them to SQS and stop, and waits
+// until every message is visible in the default queue's SQS queue.
+func sentNoops(t *testing.T, e *sqsEnv, qs *sqsmode.Queues, m *sqsmode.Metrics, n int) []uuid.UUID {
+	t.Helper()
+	stopEnqueuer := run(t, e.enqueuer(qs, m, nil).Run)
+	ids := e.create(slices.Repeat([]store.CreateParams{{Kind: "noop"}}, n)...)
+	e.waitAll(ids, store.StatusEnqueued)
+	stopEnqueuer()
+	url := e.url("rota")
+	poll.Until(t, "every message visible", waitTimeout, 10*time.Millisecond, func() bool { return e.srv.CountMessages(t, url).Visible == len(ids) })
+	return ids
+}
+
 // Under a backlog one Fetch takes FetchBatch tasks, not one receive's 10: a full first
 // receive is followed by concurrent short polls, and every id goes into one claim.
 func TestFetchTakesABacklogFetchBatchAtATime(t *testing.T) {
@@ -104,16 +118,7 @@ func TestFetchTakesABacklogFetchBatchAtATime(t *testing.T) {
 	e := newSQSEnv(t)
 	qs := e.queues(true)
 	m := sqsmode.NewMetrics(nil)
-	stopEnqueuer := run(t, e.enqueuer(qs, m, nil).Run)
-	params := make([]store.CreateParams, sqsmode.FetchBatch+5)
-	for i := range params {
-		params[i] = store.CreateParams{Kind: "noop"}
-	}
-	ids := e.create(params...)
-	e.waitAll(ids, store.StatusEnqueued)
-	stopEnqueuer()
-	url := e.url("rota")
-	poll.Until(t, "every message visible", waitTimeout, 10*time.Millisecond, func() bool { return e.srv.CountMessages(t, url).Visible == len(ids) })
+	ids := sentNoops(t, e, qs, m, sqsmode.FetchBatch+5)
 
 	st := &countingStore{Store: e.store}
 	src := e.source(qs, "worker-a", m, func(c *sqsmode.SourceConfig) { c.Store = st })
@@ -141,16 +146,7 @@ func TestFetchOfAShallowQueueStopsAtAShortWave(t *testing.T) {
 	e := newSQSEnv(t)
 	qs := e.queues(true)
 	m := sqsmode.NewMetrics(nil)
-	stopEnqueuer := run(t, e.enqueuer(qs, m, nil).Run)
-	params := make([]store.CreateParams, 25)
-	for i := range params {
-		params[i] = store.CreateParams{Kind: "noop"}
-	}
-	ids := e.create(params...)
-	e.waitAll(ids, store.StatusEnqueued)
-	stopEnqueuer()
-	url := e.url("rota")
-	poll.Until(t, "every message visible", waitTimeout, 10*time.Millisecond, func() bool { return e.srv.CountMessages(t, url).Visible == len(ids) })
+	ids := sentNoops(t, e, qs, m, 25)
 
 	calls := &callCounter{}
 	src := e.source(qs, "worker-a", m, func(c *sqsmode.SourceConfig) { c.Client = calls.wrap(c.Client) })
