@@ -41,8 +41,11 @@ type claimResult struct {
 	err    error
 }
 
-// claimAsync runs a poll claim of up to limit tasks of queue through the store.
-func claimAsync(st store.Store, queue string, limit int) <-chan claimResult {
+// claimBeside runs a poll claim of up to limit tasks of queue through the store while
+// another claim is open, failing with waited if it has not returned within 10 s, and
+// returns how many tasks it took of each group.
+func claimBeside(t *testing.T, st store.Store, queue string, limit int, waited string) (n int, groups map[string]int) {
+	t.Helper()
 	out := make(chan claimResult, 1)
 	go func() {
 		var r claimResult
@@ -51,7 +54,20 @@ func claimAsync(st store.Store, queue string, limit int) <-chan claimResult {
 			Report: &r.report})
 		out <- r
 	}()
-	return out
+	var r claimResult
+	select {
+	case r = <-out:
+	case <-time.After(10 * time.Second):
+		t.Fatal(waited)
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	groups = map[string]int{}
+	for _, task := range r.tasks {
+		groups[task.GroupKey]++
+	}
+	return len(r.tasks), groups
 }
 
 // TestGroupOnlyClaimsOverlap: while one claim of a group_concurrency-only queue is open,
@@ -72,20 +88,8 @@ func TestGroupOnlyClaimsOverlap(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("the open claim took %d tasks, want 2", n)
 	}
-	var r claimResult
-	select {
-	case r = <-claimAsync(st, queue, 10):
-	case <-time.After(10 * time.Second):
-		t.Fatal("a second claim waited for the open claim of a group-only queue")
-	}
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	groups := map[string]int{}
-	for _, task := range r.tasks {
-		groups[task.GroupKey]++
-	}
-	if len(r.tasks) != 2 || groups["g2"] != 1 || groups["g3"] != 1 {
+	took, groups := claimBeside(t, st, queue, 10, "a second claim waited for the open claim of a group-only queue")
+	if took != 2 || groups["g2"] != 1 || groups["g3"] != 1 {
 		t.Fatalf("the second claim took groups %v, want one task each of g2 and g3", groups)
 	}
 	if err := tx.Commit(context.Background()); err != nil {
@@ -113,20 +117,8 @@ func TestFairStepPastALockedOldestTask(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("the open claim took %d tasks, want 1", n)
 	}
-	var r claimResult
-	select {
-	case r = <-claimAsync(st, queue, 2):
-	case <-time.After(10 * time.Second):
-		t.Fatal("a second claim of a fairness-only queue waited for the open claim")
-	}
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	groups := map[string]int{}
-	for _, task := range r.tasks {
-		groups[task.GroupKey]++
-	}
-	if len(r.tasks) != 2 || groups["g0"] != 1 || groups["g1"] != 1 {
+	took, groups := claimBeside(t, st, queue, 2, "a second claim of a fairness-only queue waited for the open claim")
+	if took != 2 || groups["g0"] != 1 || groups["g1"] != 1 {
 		t.Fatalf("the second claim took groups %v, want one task each of g0 and g1", groups)
 	}
 	if err := tx.Commit(context.Background()); err != nil {
