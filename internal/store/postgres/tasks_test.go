@@ -328,23 +328,29 @@ func TestCreateTasksWakeUps(t *testing.T) {
 		t.Errorf("an idempotent repeat woke %q", got)
 	}
 
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// wakesOnCommit creates params in a caller's transaction: no wake-up before its
+	// commit, one per queue of want at it.
+	wakesOnCommit := func(what string, params []store.CreateParams, want ...string) {
+		t.Helper()
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := st.CreateTasksTx(ctx, tx, params); err != nil {
+			t.Fatal(err)
+		}
+		if got := heard(); len(got) != 0 {
+			t.Errorf("%s woke %q before the caller committed", what, got)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := heard(); !slices.Equal(got, want) {
+			t.Errorf("%s's commit woke %q, want %q", what, got, want)
+		}
 	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := st.CreateTasksTx(ctx, tx, []store.CreateParams{{Queue: "tx", Kind: "k"}}); err != nil {
-		t.Fatal(err)
-	}
-	if got := heard(); len(got) != 0 {
-		t.Errorf("CreateTasksTx woke %q before the caller committed", got)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := heard(); !slices.Equal(got, []string{"tx"}) {
-		t.Errorf("CreateTasksTx's commit woke %q, want tx", got)
-	}
+	wakesOnCommit("CreateTasksTx", []store.CreateParams{{Queue: "tx", Kind: "k"}}, "tx")
 
 	// The same for batches written by COPY (createcopy.go).
 	copied := noops(postgres.CopyMinTasks(), store.CreateParams{Queue: "later", Kind: "k", ScheduledFor: time.Now().Add(time.Hour)})
@@ -355,23 +361,7 @@ func TestCreateTasksWakeUps(t *testing.T) {
 	if got := heard(); !slices.Equal(got, []string{"c"}) {
 		t.Errorf("a copied CreateTasks woke %q, want one wake-up for c", got)
 	}
-	tx, err = pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := st.CreateTasksTx(ctx, tx, copied); err != nil {
-		t.Fatal(err)
-	}
-	if got := heard(); len(got) != 0 {
-		t.Errorf("a copied CreateTasksTx woke %q before the caller committed", got)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := heard(); !slices.Equal(got, []string{"c"}) {
-		t.Errorf("a copied CreateTasksTx's commit woke %q, want c", got)
-	}
+	wakesOnCommit("a copied CreateTasksTx", copied, "c")
 }
 
 // recordingTx is a transaction that keeps the text of every query it runs, and
