@@ -59,6 +59,52 @@ func TestHotPathNeverScansTasks(t *testing.T) {
 	})
 }
 
+// TestSmallOutcomeBatchesNeverWalkTheTable: a batch of at most 64 outcomes runs
+// rota.record_outcomes' plan made once per session (migration 0050). Made while rota.tasks
+// was empty, that plan must still reach the batch's rows through the primary key once the
+// table holds 20,000 tasks: without the batch's ids as an index condition it walked the
+// whole primary key for every batch.
+func TestSmallOutcomeBatchesNeverWalkTheTable(t *testing.T) {
+	ctx := context.Background()
+	pool, st := emptyTableStore(t)
+	exec(t, pool, `VACUUM ANALYZE rota.task_attempts`)
+	for range 10 { // on the empty table: the session's plan is made now
+		if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: store.NewID(), LeaseToken: store.NewID(), Kind: store.Succeed}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createNoop(t, st, 20000)
+	claim := store.ClaimParams{Queue: "default", From: store.StatusPending, WorkerID: "w", Limit: 48, LeaseDuration: time.Minute}
+	var outcomes []store.Outcome
+	for range 5 {
+		tasks, err := st.ClaimTasks(ctx, claim)
+		if err != nil || len(tasks) != claim.Limit {
+			t.Fatalf("claim: %d tasks, %v", len(tasks), err)
+		}
+		for _, task := range tasks {
+			outcomes = append(outcomes, store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed})
+		}
+	}
+
+	// 240 outcomes in batches of 64, 16 and 1: a few entries each; the walk read 20,000
+	// per batch.
+	assertIndexBound(t, pool, "completing 240 of 20,000 tasks in small batches", 2000, func() {
+		for len(outcomes) > 0 {
+			n := min(len(outcomes), []int{64, 16, 1}[len(outcomes)%3])
+			results, err := st.RecordOutcomes(ctx, outcomes[:n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range results {
+				if r.Err != nil || r.Status != store.StatusSucceeded {
+					t.Fatalf("outcome: %s, %v", r.Status, r.Err)
+				}
+			}
+			outcomes = outcomes[n:]
+		}
+	})
+}
+
 // TestClaimByIDsNeverScansTasks is TestHotPathNeverScansTasks for the SQS worker's claim
 // by id (rota.claim_tasks_by_ids, migration 0032), whose plan is made once per session:
 // made while rota.tasks was empty, it must still reach the named rows through the primary
