@@ -470,11 +470,21 @@ func testDuplicateClaimRace(t *testing.T, s store.Store) {
 }
 
 // testConcurrentOutcomes: several goroutines record outcomes for the same leases at once
-// (a committer retrying, a duplicate delivery); each lease is finished exactly once.
+// (a committer retrying, a duplicate delivery); each lease is finished exactly once. Two
+// batch sizes, on either side of 64: PostgreSQL runs batches of up to 64 outcomes on a
+// plan made once per session and larger ones on a plan made for the batch (migration
+// 0050), and both must lock the tasks in one order.
 func testConcurrentOutcomes(t *testing.T, s store.Store) {
-	const n, writers = 60, 6
-	createN(t, s, "co", "k", n)
-	claimed := claim(t, s, claimParams("co", n))
+	for _, n := range []int{60, 100} {
+		t.Run(fmt.Sprintf("batch=%d", n), func(t *testing.T) { concurrentOutcomes(t, s, n) })
+	}
+}
+
+func concurrentOutcomes(t *testing.T, s store.Store, n int) {
+	const writers = 6
+	queue := fmt.Sprintf("co%d", n)
+	createN(t, s, queue, "k", n)
+	claimed := claim(t, s, claimParams(queue, n))
 	if len(claimed) != n {
 		t.Fatalf("claimed %d of %d", len(claimed), n)
 	}
