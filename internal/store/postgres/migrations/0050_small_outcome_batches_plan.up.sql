@@ -49,9 +49,9 @@ BEGIN
         -- Sorted by task id: the tasks are updated (locked) in this order, the same in every
         -- call (and in claim_tasks_by_id.sql), so two batches naming the same tasks in
         -- different orders (a committer retrying while its first attempt still runs) cannot
-        -- deadlock. The LIMIT changes no result. It changes the planner's guess for a cached
-        -- generic plan, from 10 rows (an unnest of a parameter) to 1, which keeps the join
-        -- below a nested loop of primary-key lookups even while the table looks tiny.
+        -- deadlock. A plan that puts the table outside reads it through id = ANY (p_ids),
+        -- which a btree returns in id order too. The LIMIT changes no result. It changes the
+        -- planner's guess for a generic plan, from 10 rows (an unnest of a parameter) to 1.
         SELECT *,
                -- retrying: the attempt ended without a result and may run again, unless the
                -- task says otherwise (checked below on the task's latest version).
