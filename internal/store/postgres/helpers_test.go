@@ -22,7 +22,7 @@ func newStore(t *testing.T) (*postgres.Store, *pgxpool.Pool) {
 	return st, pool
 }
 
-func mustCreate(t *testing.T, st store.Store, params ...store.CreateParams) []*store.Task {
+func mustCreate(t testing.TB, st store.Store, params ...store.CreateParams) []*store.Task {
 	t.Helper()
 	res, err := st.CreateTasks(context.Background(), params)
 	if err != nil {

@@ -34,15 +34,7 @@ func BenchmarkRecordOutcomes(b *testing.B) {
 	}
 	fill := func() {
 		execTB(b, pool, `TRUNCATE rota.tasks, rota.task_attempts CASCADE`)
-		params := make([]store.CreateParams, 5000)
-		for range 4 {
-			for i := range params {
-				params[i] = store.CreateParams{Kind: "noop"}
-			}
-			if _, err := st.CreateTasks(ctx, params); err != nil {
-				b.Fatal(err)
-			}
-		}
+		createNoop(b, st, 20000)
 		execTB(b, pool, `VACUUM ANALYZE rota.tasks, rota.task_attempts`)
 	}
 	for _, size := range []int{1, 8, 16, 64, 1000} {

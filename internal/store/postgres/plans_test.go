@@ -196,7 +196,7 @@ func emptyTableStore(t *testing.T) (*pgxpool.Pool, *postgres.Store) {
 }
 
 // createNoop creates n due noop tasks in the default queue, 5,000 per statement.
-func createNoop(t *testing.T, st *postgres.Store, n int) {
+func createNoop(t testing.TB, st *postgres.Store, n int) {
 	t.Helper()
 	params := make([]store.CreateParams, 5000)
 	for done := 0; done < n; done += len(params) {
