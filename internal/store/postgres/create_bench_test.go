@@ -15,7 +15,7 @@ import (
 
 // BenchmarkCreateTasks times one CreateTasks of a batch of 1,000 no-op tasks (the bench/
 // insert workload's batch), on its own and inside a caller's transaction
-// (CreateTasksTx, begin and commit included). The table is emptied every 100 batches,
+// (CreateTasksTx, begin and commit included), and of a single task. The table is emptied every 100 batches,
 // outside the timer. Run on the stock cluster:
 //
 //	eval "$(scripts/pg-stock.sh env)"
@@ -52,6 +52,8 @@ func BenchmarkCreateTasks(b *testing.B) {
 		return err
 	}
 	b.Run("CreateTasks", func(b *testing.B) { run(b, 1000, createTasks) })
+	// One task per call, one caller: how most producers enqueue (create_task.sql).
+	b.Run("CreateTasks/one", func(b *testing.B) { run(b, 1, createTasks) })
 	b.Run("CreateTasksTx", func(b *testing.B) {
 		run(b, 1000, func(ps []store.CreateParams) error {
 			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

@@ -15,6 +15,8 @@ var queryFiles embed.FS
 var (
 	sqlCreateTasks           = query("create_tasks.sql")
 	sqlCreateTasksKeyless    = without(sqlCreateTasks, createOnConflict)
+	sqlCreateTask            = query("create_task.sql")
+	sqlCreateTaskKeyless     = without(sqlCreateTask, createOnConflict)
 	sqlCreateTasksClock      = query("create_tasks_clock.sql")
 	sqlGetTask               = query("get_task.sql")
 	sqlListTasks             = query("list_tasks.sql")
@@ -46,8 +48,8 @@ var (
 	sqlRequeueUnserved       = query("requeue_unserved.sql")
 )
 
-// createOnConflict is create_tasks.sql's idempotency clause, which only a batch with a
-// key needs (see the file).
+// createOnConflict is create_tasks.sql's (and create_task.sql's) idempotency clause,
+// which only a batch with a key needs (see the file).
 const createOnConflict = `ON CONFLICT (idempotency_key)
     WHERE idempotency_key IS NOT NULL AND status NOT IN ('DEAD', 'FAILED', 'CANCELED')
     DO UPDATE SET idempotency_key = excluded.idempotency_key

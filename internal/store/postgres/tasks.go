@@ -156,12 +156,24 @@ func createTasks(ctx context.Context, q querier, inTx func(context.Context, func
 		}
 		byID[p.ID] = i
 	}
-	sql := sqlCreateTasks
-	if len(firstWithKey) == 0 {
-		sql = sqlCreateTasksKeyless
+	var rows pgx.Rows
+	if n == 1 {
+		// One task, as most producers send them: the same insert with scalar parameters.
+		sql := sqlCreateTask
+		if len(firstWithKey) == 0 {
+			sql = sqlCreateTaskKeyless
+		}
+		rows, err = q.Query(ctx, sql, pgtype.UUID{Bytes: ids[0], Valid: true}, queues[0], kinds[0],
+			payloads[0], prios[0], schedules[0], maxes[0], keys[0], timeouts[0], delays[0], traces[0],
+			groups[0], notifyAfter)
+	} else {
+		sql := sqlCreateTasks
+		if len(firstWithKey) == 0 {
+			sql = sqlCreateTasksKeyless
+		}
+		rows, err = q.Query(ctx, sql, uuidArgs(ids), queues, kinds, payloads, prios,
+			schedules, maxes, keys, timeouts, delays, traces, groups, notifyAfter)
 	}
-	rows, err := q.Query(ctx, sql, uuidArgs(ids), queues, kinds, payloads, prios,
-		schedules, maxes, keys, timeouts, delays, traces, groups, notifyAfter)
 	if err != nil {
 		return nil, translate("create tasks", err)
 	}

@@ -516,6 +516,48 @@ func TestCreateTasksReturnsStoredRows(t *testing.T) {
 			check(t, res, true)
 		})
 	}
+	// One task per call takes create_task.sql: the same rows, each task created alone,
+	// inside a caller's transaction too.
+	t.Run("one per call", func(t *testing.T) {
+		one := append(batch()[:3], store.CreateParams{Kind: "later", Delay: time.Minute, GroupKey: "g"},
+			store.CreateParams{Kind: "keyed", IdempotencyKey: "k1"})
+		for _, inTx := range []bool{false, true} {
+			var res []store.CreateResult
+			for _, p := range one {
+				var r []store.CreateResult
+				var err error
+				if inTx {
+					err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+						r, err = st.CreateTasksTx(ctx, tx, []store.CreateParams{p})
+						return err
+					})
+				} else {
+					r, err = st.CreateTasks(ctx, []store.CreateParams{p})
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The second pass finds the keyed task of the first.
+				if len(r) != 1 || r[0].Existing != (inTx && p.IdempotencyKey != "") {
+					t.Fatalf("created %+v alone (in a transaction: %v): %+v", p, inTx, r)
+				}
+				got := r[0].Task
+				if got.Kind != p.Kind || got.GroupKey != p.GroupKey || got.IdempotencyKey != p.IdempotencyKey ||
+					got.Priority != p.Priority || got.TimeoutSeconds != p.TimeoutSeconds ||
+					(p.MaxAttempts != 0 && got.MaxAttempts != p.MaxAttempts) {
+					t.Errorf("created %+v, got %+v", p, got)
+				}
+				switch {
+				case p.Delay != 0 && !got.ScheduledFor.Equal(got.CreatedAt.Add(p.Delay)):
+					t.Errorf("delay %s: scheduled for %s, created at %s", p.Delay, got.ScheduledFor, got.CreatedAt)
+				case !p.ScheduledFor.IsZero() && !got.ScheduledFor.Equal(p.ScheduledFor.Truncate(time.Microsecond)):
+					t.Errorf("scheduled for %s, got %s", p.ScheduledFor, got.ScheduledFor)
+				}
+				res = append(res, r...)
+			}
+			check(t, res, true)
+		}
+	})
 }
 
 // sameJSON reports whether a and b are the same JSON value.
