@@ -49,8 +49,8 @@ func (r Result) line() string {
 	for _, st := range r.Statements {
 		load += "\n        " + st.String()
 	}
-	return fmt.Sprintf("pair %d  steady   %-28s %8d jobs  %5.0f/s  pickup p50 %6.2fms p95 %6.2fms p99 %6.2fms max %7.2fms  e2e p50 %6.2fms p95 %6.2fms p99 %6.2fms max %7.2fms%s",
-		r.Pair, r.label(), r.Jobs, r.RateAchieved, r.P50ms, r.P95ms, r.P99ms, r.MaxMs, r.E2EP50ms, r.E2EP95ms, r.E2EP99ms, r.E2EMaxMs, load)
+	return fmt.Sprintf("pair %d  steady   %-28s %8d jobs  %5.0f/s  pickup p50 %6.2fms p95 %6.2fms p99 %6.2fms max %7.2fms  e2e p50 %6.2fms p95 %6.2fms p99 %6.2fms max %7.2fms  cpu/task client %4.0fus server %4.0fus%s",
+		r.Pair, r.label(), r.Jobs, r.RateAchieved, r.P50ms, r.P95ms, r.P99ms, r.MaxMs, r.E2EP50ms, r.E2EP95ms, r.E2EP99ms, r.E2EMaxMs, r.ClientCPUus, r.ServerCPUus, load)
 }
 
 type metric struct {

@@ -62,6 +62,8 @@ func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 	}
 	var before stmtSnap
 	var rec *stageRecorder
+	var p0 time.Time
+	var cpu0, cpu1 cpuSample // from the first insert to the last task done
 	if s.IsRota() {
 		rec = newStageRecorder(base, n)
 		h.claimed = rec.claimed
@@ -88,7 +90,7 @@ func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 		}
 		before = snapStatements(ctx, s.database())
 		interval := time.Second / time.Duration(rate)
-		p0 := time.Now()
+		p0, cpu0 = time.Now(), r.cpu.sample()
 		var next atomic.Int64
 		g, gctx := errgroup.WithContext(ctx)
 		for range r.o.Producers {
@@ -121,6 +123,7 @@ func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 		res.RateAchieved = float64(n) / time.Since(p0).Seconds()
 		select {
 		case <-all:
+			cpu1 = r.cpu.sample()
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -138,6 +141,8 @@ func (r *runner) steady(ctx context.Context, s system) (Result, error) {
 		res.Stages = rec.stages(insertedAt, startedAt, doneAt)
 	}
 	res.Statements = topStatements(before, snapStatements(ctx, s.database()), 5)
+	res.ClientCPUus = float64(cpu1.client-cpu0.client) / float64(time.Microsecond) / float64(n)
+	res.ServerCPUus = float64(cpu1.server-cpu0.server) / float64(time.Microsecond) / float64(n)
 	pickup := make([]time.Duration, n)
 	e2e := make([]time.Duration, n)
 	for seq := 1; seq <= n; seq++ {
