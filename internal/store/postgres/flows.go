@@ -226,7 +226,7 @@ func scanFlowStep(row pgx.CollectableRow) (store.FlowStep, error) {
 	var state string
 	var output []byte
 	if err := row.Scan(&st.Name, &st.Kind, &st.Queue, &st.DependsOn, &forEach, &state, &output,
-		&errText, &st.Payload, &st.MaxAttempts, &st.Priority, &st.TimeoutSeconds, &group); err != nil {
+		&errText, (*[]byte)(&st.Payload), &st.MaxAttempts, &st.Priority, &st.TimeoutSeconds, &group); err != nil {
 		return st, err
 	}
 	st.GroupKey = group.String

@@ -128,9 +128,12 @@ type taskScan struct {
 	output         []byte // jsonb; nil = NULL
 }
 
+// dest are the scan targets of a task's columns. The payload is scanned as bytes: into
+// a json.RawMessage pgx would run encoding/json over it (the jsonb column is valid JSON
+// already), a full parse of every payload of every claim and every read.
 func (s *taskScan) dest() []any {
 	t := &s.task
-	return []any{&s.id, &t.Queue, &t.Kind, &t.Payload, &s.status, &t.Priority, &t.ScheduledFor,
+	return []any{&s.id, &t.Queue, &t.Kind, (*[]byte)(&t.Payload), &s.status, &t.Priority, &t.ScheduledFor,
 		&t.AttemptCount, &t.MaxAttempts, &s.idempotencyKey, &t.TimeoutSeconds, &s.workerID,
 		&s.leaseToken, &s.leaseExpiresAt, &s.cancelReqAt, &s.enqueuedAt, &s.startedAt,
 		&s.completedAt, &s.lastError, &t.CreatedAt, &t.UpdatedAt, &s.output, &s.groupKey}
