@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -298,6 +299,11 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []store.Outcome) ([
 		return results, nil
 	}
 
+	if !slices.ContainsFunc(outputs, func(o []byte) bool { return o != nil }) {
+		// No outputs (the usual batch): one NULL array, which unnest pads with NULLs,
+		// instead of an array of NULLs that pgx builds by reflection, element by element.
+		outputs = nil
+	}
 	written := make([]bool, len(sent))
 	// A retry after a deadlock (rare: two failures of one flow at once, docs/architecture.md
 	// "Flows") reruns the whole statement, which wrote nothing.

@@ -19,6 +19,7 @@ var outputTests = []testCase{
 	{"TooLargeRejectedNothingWritten", testOutputTooLarge},
 	{"InvalidRejected", testOutputInvalid},
 	{"CountsInListByteBudget", testOutputListByteBudget},
+	{"MixedInOneBatch", testOutputMixedBatch},
 }
 
 // succeedWith records a Succeed outcome carrying output and returns the task after it.
@@ -52,6 +53,38 @@ func testOutputStored(t *testing.T, s store.Store) {
 	jsonEqual(t, "filtered ListTasks Output", findTask(t, filtered, task).Output, json.RawMessage(out))
 	if a := lastAttempt(t, s, task.ID); a.Outcome != store.OutcomeSucceeded {
 		t.Fatalf("attempt outcome %s, want SUCCEEDED", a.Outcome)
+	}
+}
+
+// testOutputMixedBatch: one RecordOutcomes call with outputs and without (the Postgres
+// store sends a batch without any as a NULL array): each task gets its own.
+func testOutputMixedBatch(t *testing.T, s store.Store) {
+	with := createAndClaim(t, s, store.CreateParams{Kind: "k"})
+	without := createAndClaim(t, s, store.CreateParams{Kind: "k"})
+	retried := createAndClaim(t, s, store.CreateParams{Kind: "k", MaxAttempts: 5})
+	o := outcome(with, store.Succeed, "")
+	o.Output = json.RawMessage(`{"n": 1}`)
+	res := record(t, s, o, outcome(without, store.Succeed, ""), outcome(retried, store.Retry, "again"))
+	for i, want := range []store.Status{store.StatusSucceeded, store.StatusSucceeded, store.StatusPending} {
+		if res[i].Err != nil || res[i].Status != want {
+			t.Fatalf("outcome %d: %s, %v; want %s", i, res[i].Status, res[i].Err, want)
+		}
+	}
+	jsonEqual(t, "Output of the task with one", get(t, s, with.ID).Output, o.Output)
+	for _, task := range []*store.Task{without, retried} {
+		if got := get(t, s, task.ID).Output; got != nil {
+			t.Fatalf("task %s has Output %s, want none", task.ID, got)
+		}
+	}
+	// A batch where no outcome has one.
+	a, b := createAndClaim(t, s, store.CreateParams{Kind: "k"}), createAndClaim(t, s, store.CreateParams{Kind: "k"})
+	for i, r := range record(t, s, outcome(a, store.Succeed, ""), outcome(b, store.Fail, "no")) {
+		if r.Err != nil || r.Status != []store.Status{store.StatusSucceeded, store.StatusFailed}[i] {
+			t.Fatalf("batch without outputs, outcome %d: %s, %v", i, r.Status, r.Err)
+		}
+	}
+	if get(t, s, a.ID).Output != nil || get(t, s, b.ID).Output != nil {
+		t.Fatal("a batch without outputs stored one")
 	}
 }
 
