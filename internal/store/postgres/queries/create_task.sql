@@ -9,7 +9,7 @@
 -- there the statement's fixed cost is the whole cost. Unnesting twelve arrays of one
 -- element through a CTE took about a fifth of the statement's execution (pgbench, 8
 -- clients, stock cluster: 0.111-0.118 ms mean against 0.091-0.096 for this text;
--- docs/performance.md "One task per call"), and the client encodes twelve arrays.
+-- docs/performance.md "Session 13"), and the client encodes twelve arrays.
 INSERT INTO rota.tasks AS t (id, queue, kind, payload, priority, scheduled_for,
                              max_attempts, idempotency_key, timeout_seconds, trace_context,
                              group_key)
