@@ -15,7 +15,7 @@ var queryFiles embed.FS
 var (
 	sqlCreateTasks           = query("create_tasks.sql")
 	sqlCreateTasksKeyless    = without(sqlCreateTasks, createOnConflict)
-	sqlCreateTask            = query("create_task.sql")
+	sqlCreateTask            = query("create_task.sql") + from(sqlCreateTasks, createOnConflict)
 	sqlCreateTaskKeyless     = without(sqlCreateTask, createOnConflict)
 	sqlCreateTasksClock      = query("create_tasks_clock.sql")
 	sqlGetTask               = query("get_task.sql")
@@ -70,6 +70,15 @@ func query(name string) string {
 		panic("postgres: missing embedded query " + name)
 	}
 	return string(b)
+}
+
+// from is sql from part (which must be in it) to its end.
+func from(sql, part string) string {
+	i := strings.Index(sql, part)
+	if i < 0 {
+		panic("postgres: a query does not contain " + part)
+	}
+	return sql[i:]
 }
 
 // without is sql with part removed; part must be in sql.
