@@ -79,6 +79,7 @@ func (r *runner) drain(ctx context.Context, s system, n int, do drainOpts) (Resu
 		sampler = newBlockSampler(db, s, do.pgss, n, started.Load)
 	}
 	deadline := time.Now().Add(max(2*time.Minute, time.Duration(n)*5*time.Millisecond))
+	ckpt0 := checkpoints(ctx, db)
 	t0, cpu0 := time.Now(), r.cpu.sample()
 	stop, err := s.Start(ctx, hooks{started: fn})
 	if err != nil {
@@ -108,6 +109,7 @@ func (r *runner) drain(ctx context.Context, s system, n int, do drainOpts) (Resu
 		}
 	}()
 	elapsed, cpu1 := time.Since(t0), r.cpu.sample()
+	res.Checkpoints = checkpoints(ctx, db) - ckpt0
 	close(stopSampling)
 	sampling.Wait()
 	if serr := stop(); err == nil && serr != nil {
@@ -219,4 +221,12 @@ func (r *runner) pressure(ctx context.Context, pair int, systems []system, emit 
 		}
 	}
 	return nil
+}
+
+// checkpoints is how many checkpoints the server has begun since its statistics were
+// reset (0 when they cannot be read).
+func checkpoints(ctx context.Context, db *database) int64 {
+	var n int64
+	_ = db.mon.QueryRow(ctx, `SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter`).Scan(&n)
+	return n
 }

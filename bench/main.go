@@ -321,6 +321,10 @@ type Result struct {
 	// server is not on this machine).
 	ClientCPUus float64 `json:"client_cpu_us_per_task,omitempty"`
 	ServerCPUus float64 `json:"server_cpu_us_per_task,omitempty"`
+	// Checkpoints the server began during the timed part of a drain (its WAL volume can
+	// trigger them; each makes the next change of every page write a full page image to
+	// the WAL): what most often sets one run of a long drain apart from the next.
+	Checkpoints int64 `json:"checkpoints,omitempty"`
 	// steady: pickup = handler start - insert commit; E2E = success commit - insert commit.
 	TargetRate   int     `json:"target_rate,omitempty"`
 	RateAchieved float64 `json:"rate_achieved,omitempty"`

@@ -36,6 +36,9 @@ func (r Result) line() string {
 				blocks += fmt.Sprintf("  claim blocks/task first %.1f last %.1f (%d statements)", b.ClaimFirst, b.ClaimLast, b.ClaimStatements)
 			}
 		}
+		if r.Checkpoints > 0 {
+			load += fmt.Sprintf("  checkpoints %d", r.Checkpoints)
+		}
 		return fmt.Sprintf("pair %d  %-8s %-28s %8d jobs  %7.2fs  %9.0f tasks/s%s%s%s", r.Pair, r.Workload, r.label(), r.Jobs, r.Seconds, r.TasksPerSec, cpu, blocks, load)
 	case workloadInsert:
 		return fmt.Sprintf("pair %d  insert   %-28s %8d jobs  %7.2fs  %9.0f tasks/s%s", r.Pair, r.label(), r.Jobs, r.Seconds, r.TasksPerSec, load)
