@@ -79,7 +79,7 @@ func (r *runner) drain(ctx context.Context, s system, n int, do drainOpts) (Resu
 		sampler = newBlockSampler(db, s, do.pgss, n, started.Load)
 	}
 	deadline := time.Now().Add(max(2*time.Minute, time.Duration(n)*5*time.Millisecond))
-	ckpt0 := checkpoints(ctx, db)
+	ckpt0, av0 := checkpoints(ctx, db), autovacuums(ctx, db, s.Tables())
 	t0, cpu0 := time.Now(), r.cpu.sample()
 	stop, err := s.Start(ctx, hooks{started: fn})
 	if err != nil {
@@ -110,6 +110,7 @@ func (r *runner) drain(ctx context.Context, s system, n int, do drainOpts) (Resu
 	}()
 	elapsed, cpu1 := time.Since(t0), r.cpu.sample()
 	res.Checkpoints = checkpoints(ctx, db) - ckpt0
+	res.Autovacuums = autovacuums(ctx, db, s.Tables()) - av0
 	close(stopSampling)
 	sampling.Wait()
 	if serr := stop(); err == nil && serr != nil {
@@ -228,5 +229,13 @@ func (r *runner) pressure(ctx context.Context, pair int, systems []system, emit 
 func checkpoints(ctx context.Context, db *database) int64 {
 	var n int64
 	_ = db.mon.QueryRow(ctx, `SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter`).Scan(&n)
+	return n
+}
+
+// autovacuums is how many autovacuums of tables have ended (0 when it cannot be read).
+func autovacuums(ctx context.Context, db *database, tables []string) int64 {
+	var n int64
+	_ = db.mon.QueryRow(ctx, `SELECT coalesce(sum(autovacuum_count), 0)::bigint FROM pg_stat_user_tables
+		WHERE relid = ANY($1::text[]::regclass[])`, tables).Scan(&n)
 	return n
 }

@@ -325,6 +325,10 @@ type Result struct {
 	// trigger them; each makes the next change of every page write a full page image to
 	// the WAL): what most often sets one run of a long drain apart from the next.
 	Checkpoints int64 `json:"checkpoints,omitempty"`
+	// Autovacuums of the system's tables that ended during the timed part of a drain
+	// (pg_stat_user_tables): under a held transaction they can remove nothing, and run
+	// again and again on the same table.
+	Autovacuums int64 `json:"autovacuums,omitempty"`
 	// steady: pickup = handler start - insert commit; E2E = success commit - insert commit.
 	TargetRate   int     `json:"target_rate,omitempty"`
 	RateAchieved float64 `json:"rate_achieved,omitempty"`

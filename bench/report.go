@@ -39,6 +39,9 @@ func (r Result) line() string {
 		if r.Checkpoints > 0 {
 			load += fmt.Sprintf("  checkpoints %d", r.Checkpoints)
 		}
+		if r.Autovacuums > 0 {
+			load += fmt.Sprintf("  autovacuums %d", r.Autovacuums)
+		}
 		return fmt.Sprintf("pair %d  %-8s %-28s %8d jobs  %7.2fs  %9.0f tasks/s%s%s%s", r.Pair, r.Workload, r.label(), r.Jobs, r.Seconds, r.TasksPerSec, cpu, blocks, load)
 	case workloadInsert:
 		return fmt.Sprintf("pair %d  insert   %-28s %8d jobs  %7.2fs  %9.0f tasks/s%s", r.Pair, r.label(), r.Jobs, r.Seconds, r.TasksPerSec, load)
