@@ -11,18 +11,27 @@ import (
 // workers at most their poll interval.
 const wakeTimeout = 5 * time.Second
 
+// wakeCooldown is the least time between the starts of two wake-up statements. Under a
+// steady stream of one-task creates the statements went out back to back (2,000 creates
+// a second sent 1,100-1,300 of them), and each wakes every listening connection of every
+// worker; a millisecond apart they are about half as many, and a wake-up that waits
+// waits at most this long (docs/performance.md "Session 13").
+const wakeCooldown = time.Millisecond
+
 // wakeSender sends the workers' wake-ups after CreateTasks commits (notify_tasks.sql)
 // from one goroutine, so that concurrent creates share one statement: while a wake-up is
 // being sent, the queues of the creates that commit meanwhile gather and go out together
-// in the next. A create no longer waits for a second round trip, and a process
-// enqueueing one task per call from many goroutines sends far fewer statements (River
-// debounces its insert notifications the same way, by a fixed cooldown; this adds no
-// delay when nothing is in flight).
+// in the next, which starts no sooner than wakeCooldown after the one before. A create
+// no longer waits for a second round trip, and a process enqueueing one task per call
+// from many goroutines sends far fewer statements (River debounces its insert
+// notifications the same way, by its FetchCooldown; this adds no delay to a wake-up
+// that comes after a quiet moment).
 //
 // The goroutine starts with the first wake-up. Close sends what is still gathered and
 // stops it; after Close a wake-up is sent by its caller, as before.
 type wakeSender struct {
-	send func(ctx context.Context, queues []string) // one statement
+	send     func(ctx context.Context, queues []string) // one statement
+	cooldown time.Duration                              // wakeCooldown
 
 	mu      sync.Mutex
 	queues  []string      // gathered, distinct
@@ -33,7 +42,7 @@ type wakeSender struct {
 }
 
 func newWakeSender(send func(ctx context.Context, queues []string)) *wakeSender {
-	return &wakeSender{send: send, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	return &wakeSender{send: send, cooldown: wakeCooldown, kick: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // wake has queues' workers woken soon; it does not wait for the statement.
@@ -62,7 +71,13 @@ func (w *wakeSender) wake(queues []string) {
 
 func (w *wakeSender) run() {
 	defer close(w.done)
+	var last time.Time
 	for range w.kick {
+		// At most one statement per cooldown: what is woken meanwhile goes out with it.
+		if wait := w.cooldown - time.Since(last); wait > 0 {
+			time.Sleep(wait)
+		}
+		last = time.Now()
 		if !w.flush() {
 			return
 		}

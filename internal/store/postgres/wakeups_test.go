@@ -55,3 +55,50 @@ func TestWakeSenderCloseUnstarted(t *testing.T) {
 	w.close()
 	w.close()
 }
+
+// TestWakeSenderCooldown: a wake-up after a quiet moment goes out at once; wake-ups that
+// come sooner than the cooldown after a statement go out together, one cooldown after it.
+func TestWakeSenderCooldown(t *testing.T) {
+	t.Parallel()
+	// Long, so that "at once" has a wide margin on a loaded machine; the lower bound of
+	// the gap is exact (the sender sleeps for it).
+	const cooldown = time.Second
+	type statement struct {
+		at     time.Time
+		queues []string
+	}
+	sent := make(chan statement, 10)
+	w := newWakeSender(func(_ context.Context, queues []string) {
+		sent <- statement{time.Now(), slices.Clone(queues)}
+	})
+	w.cooldown = cooldown
+	defer w.close()
+
+	start := time.Now()
+	w.wake([]string{"a"})
+	first := <-sent
+	if took := first.at.Sub(start); took >= cooldown {
+		t.Fatalf("the first wake-up went out after %s, want at once", took)
+	}
+	for _, q := range []string{"b", "c", "b"} {
+		w.wake([]string{q})
+	}
+	second := <-sent
+	if gap := second.at.Sub(first.at); gap < cooldown {
+		t.Errorf("second statement %s after the first, want at least %s", gap, cooldown)
+	}
+	if !slices.Equal(second.queues, []string{"b", "c"}) {
+		t.Errorf("second statement woke %q, want [b c]", second.queues)
+	}
+	select {
+	case extra := <-sent:
+		t.Errorf("a third statement: %q", extra.queues)
+	case <-time.After(cooldown + cooldown/2):
+	}
+	// After a quiet moment, at once again.
+	start = time.Now()
+	w.wake([]string{"d"})
+	if third := <-sent; third.at.Sub(start) >= cooldown {
+		t.Errorf("a wake-up after a quiet moment went out after %s", third.at.Sub(start))
+	}
+}
