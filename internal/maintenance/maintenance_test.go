@@ -2,6 +2,9 @@ package maintenance_test
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,5 +71,63 @@ func TestRetentionPassKeepsFailedLonger(t *testing.T) {
 	}
 	if task, err := s.GetTask(ctx, res[1].Task.ID); err != nil || task.Status != store.StatusDead {
 		t.Fatalf("the dead task: %v %v", task, err)
+	}
+}
+
+// lookBackStore records each reap call's ExpiredWithin and fails the failAt-th call.
+type lookBackStore struct {
+	store.Store
+	mu     sync.Mutex
+	within []time.Duration
+	failAt int
+}
+
+func (s *lookBackStore) ReapExpiredLeases(_ context.Context, p store.ReapParams) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.within = append(s.within, p.ExpiredWithin)
+	if len(s.within) == s.failAt {
+		return 0, errors.New("the database is away")
+	}
+	return 0, nil
+}
+
+func (s *lookBackStore) calls() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.within)
+}
+
+// TestReaperLooksBackFullyNowAndThen: Run's first pass looks at every expired lease, the
+// next eleven only a minute back, the twelfth at every one again; so does the pass after
+// a failed one, and the count restarts from it.
+func TestReaperLooksBackFullyNowAndThen(t *testing.T) {
+	s := &lookBackStore{Store: memory.New(), failAt: 20}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		maintenance.NewReaper(maintenance.ReaperConfig{Store: s, Interval: time.Millisecond,
+			BackoffBase: time.Second, BackoffMax: time.Second}).Run(ctx)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(s.calls()) < 40 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	calls := s.calls()
+	if len(calls) < 40 {
+		t.Fatalf("%d reap calls in 30 s", len(calls))
+	}
+	for i, got := range calls[:40] {
+		call := i + 1
+		full := call == 1 || call == 13 || call == 21 || call == 33 // 21: after the failed 20th
+		if want := time.Duration(0); full && got != want {
+			t.Errorf("call %d looked back %s, want every expired lease", call, got)
+		} else if !full && got != time.Minute {
+			t.Errorf("call %d looked back %s, want a minute", call, got)
+		}
 	}
 }

@@ -18,6 +18,23 @@ import (
 // calls again at once while batches come back full.
 const reapBatch = 1000
 
+// fullPassEvery: Run's passes look back only reapLookBack(Interval) for expired leases,
+// except the first, the one after a failed pass, and every fullPassEvery-th, which look
+// at every expired lease. A lease expired longer ago and still unreaped is one an earlier
+// pass skipped because another transaction held its task (SKIP LOCKED) and then let it
+// go unchanged, or one that expired while no reaper ran; a full pass finds it. The short
+// look back keeps a pass cheap while a long transaction holds vacuum back, when the
+// expired leases of every version that was ever PROCESSING stay in the index
+// (docs/performance.md "Session 13").
+const fullPassEvery = 12
+
+// reapLookBack is how far back a pass that is not full looks: several intervals, so
+// that a pass that came late (a slow store, a loaded machine) misses nothing that
+// expired since the pass before, and at least a minute.
+func reapLookBack(interval time.Duration) time.Duration {
+	return max(time.Minute, 4*interval)
+}
+
 // ReaperConfig configures a Reaper.
 type ReaperConfig struct {
 	Store store.Store // required
@@ -44,35 +61,61 @@ type ReaperConfig struct {
 // poll workers instead of waiting for a message nobody will receive.
 type Reaper struct {
 	cfg ReaperConfig
+	// Run's state: passes since the last full one, and whether that count restarts (the
+	// first pass, or the pass before failed).
+	sinceFull int
+	wantFull  bool
 }
 
 func NewReaper(cfg ReaperConfig) *Reaper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Reaper{cfg: cfg}
+	return &Reaper{cfg: cfg, wantFull: true}
 }
 
-// Run reaps until ctx ends.
+// Run reaps until ctx ends: a full pass first and every fullPassEvery passes, short
+// look-back passes between them.
 func (r *Reaper) Run(ctx context.Context) {
-	loop.Every(ctx, r.cfg.Interval, func(ctx context.Context) { r.Pass(ctx) })
+	loop.Every(ctx, r.cfg.Interval, func(ctx context.Context) { r.scheduledPass(ctx) })
+}
+
+func (r *Reaper) scheduledPass(ctx context.Context) {
+	var within time.Duration
+	if r.wantFull || r.sinceFull >= fullPassEvery-1 {
+		r.sinceFull = 0
+	} else {
+		r.sinceFull++
+		within = reapLookBack(r.cfg.Interval)
+	}
+	_, ok := r.pass(ctx, within)
+	r.wantFull = !ok
 }
 
 // Pass reaps every currently expired lease and returns how many it reaped.
 func (r *Reaper) Pass(ctx context.Context) int {
-	total := 0
+	n, _ := r.pass(ctx, 0)
+	return n
+}
+
+// pass reaps the leases that expired at most within ago (0: all); ok is false when a
+// reap call failed.
+func (r *Reaper) pass(ctx context.Context, within time.Duration) (total int, ok bool) {
+	ok = true
 	for ctx.Err() == nil {
 		var held []uuid.UUID
 		if r.cfg.Held != nil {
 			held = r.cfg.Held()
 		}
 		n, err := r.cfg.Store.ReapExpiredLeases(ctx, store.ReapParams{
-			Limit:       reapBatch,
-			BackoffBase: r.cfg.BackoffBase,
-			BackoffMax:  r.cfg.BackoffMax,
-			HeldTaskIDs: held,
+			Limit:         reapBatch,
+			BackoffBase:   r.cfg.BackoffBase,
+			BackoffMax:    r.cfg.BackoffMax,
+			HeldTaskIDs:   held,
+			ExpiredWithin: within,
 		})
 		if err != nil {
+			ok = false
 			if ctx.Err() == nil {
 				r.cfg.Logger.Warn("reap expired leases failed", "error", err)
 			}
@@ -90,7 +133,7 @@ func (r *Reaper) Pass(ctx context.Context) int {
 			r.cfg.OnReap(total)
 		}
 	}
-	return total
+	return total, ok
 }
 
 // requeueUnserved returns the ENQUEUED tasks of unserved queues to PENDING, in batches.

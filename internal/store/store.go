@@ -329,6 +329,12 @@ type ReapParams struct {
 	// waiting to be written, as after a database outage): never reaped by this call, even
 	// with their lease expired, since the caller's own outcome is on its way.
 	HeldTaskIDs []uuid.UUID
+	// ExpiredWithin, when positive, limits the call to leases that expired at most this
+	// long ago by the database's clock (zero: every expired lease). A reaper that passes
+	// every few seconds needs to look back only a little, and a short look back is what
+	// keeps it cheap while a long transaction holds vacuum back: then every index entry
+	// of a version that was ever PROCESSING stays, expired leases first in the walk.
+	ExpiredWithin time.Duration
 }
 
 // ReplayParams selects DEAD and FAILED tasks for a bulk replay. Empty filters match all.

@@ -386,6 +386,8 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 		return 0, fmt.Errorf("reap: %w: limit must be at least 1, got %d", store.ErrInvalid, p.Limit)
 	case p.BackoffBase < 0 || p.BackoffMax < 0:
 		return 0, fmt.Errorf("reap: %w: negative backoff", store.ErrInvalid)
+	case p.ExpiredWithin < 0:
+		return 0, fmt.Errorf("reap: %w: negative expired-within", store.ErrInvalid)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -408,7 +410,7 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, p store.ReapParams) (int,
 			break
 		}
 		e := it.e
-		if skip[e.task.ID] {
+		if skip[e.task.ID] || (p.ExpiredWithin > 0 && it.expires.Before(now.Add(-p.ExpiredWithin))) {
 			held = append(held, it)
 			continue
 		}

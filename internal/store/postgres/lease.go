@@ -348,6 +348,8 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) 
 		return 0, fmt.Errorf("reap expired leases: %w: limit must be at least 1, got %d", store.ErrInvalid, params.Limit)
 	case params.BackoffBase < 0 || params.BackoffMax < 0:
 		return 0, fmt.Errorf("reap expired leases: %w: backoff must not be negative", store.ErrInvalid)
+	case params.ExpiredWithin < 0:
+		return 0, fmt.Errorf("reap expired leases: %w: expired-within must not be negative, got %s", store.ErrInvalid, params.ExpiredWithin)
 	}
 	var n int
 	held := params.HeldTaskIDs
@@ -356,7 +358,7 @@ func (s *Store) ReapExpiredLeases(ctx context.Context, params store.ReapParams) 
 	}
 	err := retryDeadlock(func() error {
 		return s.pool.QueryRow(ctx, sqlReapExpiredLeases, planPerCall, params.Limit,
-			params.BackoffBase.Seconds(), params.BackoffMax.Seconds(), held).Scan(&n)
+			params.BackoffBase.Seconds(), params.BackoffMax.Seconds(), held, params.ExpiredWithin.Seconds()).Scan(&n)
 	})
 	if err != nil {
 		return 0, translate("reap expired leases", err)

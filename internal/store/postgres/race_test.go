@@ -63,7 +63,7 @@ func TestRecordOutcomesAfterConcurrentWrite(t *testing.T) {
 			kind:    store.Succeed,
 			prepare: func(task *store.Task) { expireLease(t, pool, task.ID) },
 			concurrent: func(*store.Task) (string, []any) {
-				return querySQL(t, "reap_expired_leases.sql"), []any{10, 0.0, 0.0, []uuid.UUID{}}
+				return querySQL(t, "reap_expired_leases.sql"), []any{10, 0.0, 0.0, []uuid.UUID{}, 0.0}
 			},
 			wantStatus: store.StatusPending, wantLost: true, wantAttempt: store.OutcomeLeaseExpired,
 		},

@@ -12,6 +12,10 @@ WITH expired AS (
       AND lease_expires_at < now()
       -- $4: tasks the caller holds (its outcome is on its way: ReapParams.HeldTaskIDs).
       AND id <> ALL ($4::uuid[])
+      -- $5: when positive, only leases that expired at most $5 seconds ago
+      -- (ReapParams.ExpiredWithin). Planned per call, the test folds away at 0, and
+      -- bounds the walk of tasks_lease_expiry from below otherwise.
+      AND ($5::float8 <= 0 OR lease_expires_at >= now() - make_interval(secs => $5::float8))
     ORDER BY lease_expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
