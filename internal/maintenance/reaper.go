@@ -61,17 +61,16 @@ type ReaperConfig struct {
 // poll workers instead of waiting for a message nobody will receive.
 type Reaper struct {
 	cfg ReaperConfig
-	// Run's state: passes since the last full one, and whether that count restarts (the
-	// first pass, or the pass before failed).
+	// sinceFull counts Run's passes since its last full one; at fullPassEvery-1 the next
+	// pass is full (the first one, and the one after a failed pass).
 	sinceFull int
-	wantFull  bool
 }
 
 func NewReaper(cfg ReaperConfig) *Reaper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Reaper{cfg: cfg, wantFull: true}
+	return &Reaper{cfg: cfg, sinceFull: fullPassEvery - 1}
 }
 
 // Run reaps until ctx ends: a full pass first and every fullPassEvery passes, short
@@ -81,15 +80,13 @@ func (r *Reaper) Run(ctx context.Context) {
 }
 
 func (r *Reaper) scheduledPass(ctx context.Context) {
-	var within time.Duration
-	if r.wantFull || r.sinceFull >= fullPassEvery-1 {
-		r.sinceFull = 0
-	} else {
-		r.sinceFull++
-		within = reapLookBack(r.cfg.Interval)
+	within := reapLookBack(r.cfg.Interval)
+	if r.sinceFull++; r.sinceFull >= fullPassEvery {
+		within, r.sinceFull = 0, 0
 	}
-	_, ok := r.pass(ctx, within)
-	r.wantFull = !ok
+	if _, ok := r.pass(ctx, within); !ok {
+		r.sinceFull = fullPassEvery - 1
+	}
 }
 
 // Pass reaps every currently expired lease and returns how many it reaped.
