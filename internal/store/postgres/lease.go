@@ -127,14 +127,14 @@ func collectClaimedRows(rows pgx.Rows, err error) ([]*store.Task, error) {
 	if err != nil {
 		return nil, err
 	}
+	var trace []byte
+	var fs flowScan
+	r := newTaskReader(nil, append([]any{&trace}, fs.dest()...)...)
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Task, error) {
-		var s taskScan
-		var trace []byte
-		var fs flowScan
-		if err := row.Scan(append(append(s.dest(), &trace), fs.dest()...)...); err != nil {
+		t, err := r.read(row)
+		if err != nil {
 			return nil, err
 		}
-		t := s.result()
 		fs.apply(t)
 		if err := decodeTraceContext(t, trace); err != nil {
 			return nil, err

@@ -2,7 +2,10 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -584,5 +587,48 @@ func TestReapLookBackUnderAHeldTransaction(t *testing.T) {
 	}
 	if full < n {
 		t.Errorf("a full reap read %d index entries, want at least %d: the held transaction no longer keeps them?", full, n)
+	}
+}
+
+// TestClaimRowsKeepTheirOwnFields claims, in one statement, tasks whose optional columns
+// alternate between set and NULL: the claim reads every row into one set of scan
+// targets, so a value one row leaves behind must never show in the next. (GetTask does
+// not read trace contexts: those are checked against what each task was created with.)
+func TestClaimRowsKeepTheirOwnFields(t *testing.T) {
+	t.Parallel()
+	st, _ := newStore(t)
+	ctx := context.Background()
+	var params []store.CreateParams
+	for i := range 6 {
+		p := store.CreateParams{Kind: "k", Priority: 10 - i, Payload: json.RawMessage(fmt.Sprintf(`{"n": %d}`, i))}
+		if i%2 == 0 {
+			p.IdempotencyKey = fmt.Sprintf("key-%d", i)
+			p.TimeoutSeconds = 30 + i
+			p.TraceContext = map[string]string{"traceparent": fmt.Sprintf("00-%032x-%016x-01", i+1, i+1)}
+		}
+		params = append(params, p)
+	}
+	created := mustCreate(t, st, params...)
+	claimed := mustClaim(t, st, store.ClaimParams{WorkerID: "w", Limit: len(created), LeaseDuration: time.Minute})
+	if len(claimed) != len(created) {
+		t.Fatalf("claimed %d of %d tasks", len(claimed), len(created))
+	}
+	for i, c := range claimed {
+		if c.ID != created[i].ID {
+			t.Fatalf("claim %d is task %s, want %s (priority order)", i, c.ID, created[i].ID)
+		}
+		stored, err := st.GetTask(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(c.Payload) != string(stored.Payload) || c.IdempotencyKey != stored.IdempotencyKey ||
+			c.TimeoutSeconds != stored.TimeoutSeconds ||
+			c.LeaseToken != stored.LeaseToken || c.Priority != stored.Priority {
+			t.Errorf("claimed task %d:\n %+v\nstored:\n %+v", i, c, stored)
+		}
+		if want := params[i].TraceContext; !maps.Equal(c.TraceContext, want) || c.IdempotencyKey != params[i].IdempotencyKey {
+			t.Errorf("claimed task %d has trace context %v and key %q, created with %v and %q",
+				i, c.TraceContext, c.IdempotencyKey, want, params[i].IdempotencyKey)
+		}
 	}
 }

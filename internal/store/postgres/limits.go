@@ -89,10 +89,13 @@ func (f *flowControlledQueues) mark(queue string, controlled bool) {
 func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) (tasks []*store.Task, plain bool, err error) {
 	defer rows.Close()
 	tasks = []*store.Task{}
+	var held pgtype.Text
+	var retryMS pgtype.Float8
+	var isPlain pgtype.Bool
+	var trace []byte
+	var fs flowScan
+	var tr *taskReader // made at the first task row
 	for rows.Next() {
-		var held pgtype.Text
-		var retryMS pgtype.Float8
-		var isPlain pgtype.Bool
 		if raw := rows.RawValues(); len(raw) > 3 && raw[3] == nil { // no task: the report
 			dst := make([]any, len(rows.FieldDescriptions())) // nil: the task's columns, skipped
 			dst[0], dst[1], dst[2] = &held, &retryMS, &isPlain
@@ -105,14 +108,13 @@ func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) (tasks []*sto
 			}
 			continue
 		}
-		var ts taskScan
-		var trace []byte
-		var fs flowScan
-		dst := append(append([]any{&held, &retryMS, &isPlain}, ts.dest()...), &trace)
-		if err := rows.Scan(append(dst, fs.dest()...)...); err != nil {
+		if tr == nil {
+			tr = newTaskReader([]any{&held, &retryMS, &isPlain}, append([]any{&trace}, fs.dest()...)...)
+		}
+		t, err := tr.read(rows)
+		if err != nil {
 			return nil, false, err
 		}
-		t := ts.result()
 		fs.apply(t)
 		if err := decodeTraceContext(t, trace); err != nil {
 			return nil, false, err

@@ -178,9 +178,10 @@ func createTasks(ctx context.Context, q querier, inTx func(context.Context, func
 		return nil, translate("create tasks", err)
 	}
 	defer rows.Close()
+	var inserted bool
+	r := newTaskReader([]any{&inserted})
 	for rows.Next() {
-		var inserted bool
-		task, err := scanTask(rows, &inserted)
+		task, err := r.read(rows)
 		if err != nil {
 			return nil, translate("create tasks", err)
 		}
