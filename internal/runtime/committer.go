@@ -217,7 +217,7 @@ func (c *committer) topUp(batch []pendingOutcome) []pendingOutcome {
 		select {
 		case p := <-c.in:
 			if inBatch[p.o.TaskID] {
-				c.carry = &p
+				c.carry = carried(p)
 				return batch
 			}
 			inBatch[p.o.TaskID] = true
@@ -229,11 +229,19 @@ func (c *committer) topUp(batch []pendingOutcome) []pendingOutcome {
 	return batch
 }
 
+// carried returns a copy of p to hold over. Taking p's own address would make every
+// outcome received into p escape to the heap, not only the rare one carried.
+func carried(p pendingOutcome) *pendingOutcome { return &p }
+
 // collect builds a batch starting with first.
 func (c *committer) collect(ctx context.Context, first pendingOutcome) []pendingOutcome {
 	cfg := &c.w.cfg
-	batch := []pendingOutcome{first}
-	inBatch := map[uuid.UUID]bool{first.o.TaskID: true}
+	// Sized for what is queued already (a batch that grew by appending copied itself
+	// over and over: a twentieth of a draining worker's allocated bytes).
+	batch := make([]pendingOutcome, 1, min(len(c.in)+1, cfg.CommitBatch))
+	batch[0] = first
+	inBatch := make(map[uuid.UUID]bool, cap(batch))
+	inBatch[first.o.TaskID] = true
 	var timeout <-chan time.Time
 	if wait := cfg.CommitInterval - time.Since(first.submitted); wait > 0 && ctx.Err() == nil && !c.writeAtOnce(first) && c.busy.Load() > 0 {
 		t := time.NewTimer(wait)
@@ -263,7 +271,7 @@ func (c *committer) collect(ctx context.Context, first pendingOutcome) []pending
 		if inBatch[p.o.TaskID] {
 			// One write per task per batch: a task re-claimed by this worker after its
 			// lease was lost may have its stale and its live outcome queued together.
-			c.carry = &p
+			c.carry = carried(p)
 			return batch
 		}
 		inBatch[p.o.TaskID] = true
