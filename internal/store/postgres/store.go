@@ -167,11 +167,7 @@ func (s *taskScan) result() *store.Task {
 
 // scanTask reads one task row; pre are scan targets for columns before the task's.
 func scanTask(row pgx.Row, pre ...any) (*store.Task, error) {
-	var s taskScan
-	if err := row.Scan(append(pre, s.dest()...)...); err != nil {
-		return nil, err
-	}
-	return s.result(), nil
+	return newTaskReader(pre).read(row)
 }
 
 // taskReader reads the rows of a multi-row task query into one set of scan targets,
