@@ -127,20 +127,38 @@ func collectClaimedRows(rows pgx.Rows, err error) ([]*store.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	var trace []byte
-	var fs flowScan
-	r := newTaskReader(nil, append([]any{&trace}, fs.dest()...)...)
+	r := newClaimedReader()
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Task, error) {
-		t, err := r.read(row)
-		if err != nil {
-			return nil, err
-		}
-		fs.apply(t)
-		if err := decodeTraceContext(t, trace); err != nil {
-			return nil, err
-		}
-		return t, nil
+		return r.read(row)
 	})
+}
+
+// claimedReader reads the rows of a claim (claim_tasks.sql, rota.claim_limited): a
+// task's columns (after pre), its trace context and its flow step's, into one set of
+// targets (taskReader).
+type claimedReader struct {
+	tasks *taskReader
+	trace []byte
+	fs    flowScan
+}
+
+func newClaimedReader(pre ...any) *claimedReader {
+	c := &claimedReader{}
+	c.tasks = newTaskReader(pre, append([]any{&c.trace}, c.fs.dest()...)...)
+	return c
+}
+
+// read scans row and returns its task, with its trace context and flow step.
+func (c *claimedReader) read(row pgx.Row) (*store.Task, error) {
+	t, err := c.tasks.read(row)
+	if err != nil {
+		return nil, err
+	}
+	c.fs.apply(t)
+	if err := decodeTraceContext(t, c.trace); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // decodeTraceContext sets t's trace context from its jsonb column (nil: none).

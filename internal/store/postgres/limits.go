@@ -92,9 +92,7 @@ func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) (tasks []*sto
 	var held pgtype.Text
 	var retryMS pgtype.Float8
 	var isPlain pgtype.Bool
-	var trace []byte
-	var fs flowScan
-	var tr *taskReader // made at the first task row
+	r := newClaimedReader(&held, &retryMS, &isPlain)
 	for rows.Next() {
 		if raw := rows.RawValues(); len(raw) > 3 && raw[3] == nil { // no task: the report
 			dst := make([]any, len(rows.FieldDescriptions())) // nil: the task's columns, skipped
@@ -108,15 +106,8 @@ func collectLimitedClaim(rows pgx.Rows, report *store.ClaimReport) (tasks []*sto
 			}
 			continue
 		}
-		if tr == nil {
-			tr = newTaskReader([]any{&held, &retryMS, &isPlain}, append([]any{&trace}, fs.dest()...)...)
-		}
-		t, err := tr.read(rows)
+		t, err := r.read(rows)
 		if err != nil {
-			return nil, false, err
-		}
-		fs.apply(t)
-		if err := decodeTraceContext(t, trace); err != nil {
 			return nil, false, err
 		}
 		tasks = append(tasks, t)
