@@ -759,3 +759,74 @@ func functionTrackingPool(t *testing.T) *pgxpool.Pool {
 	t.Cleanup(pool.Close)
 	return pool
 }
+
+// TestOnlySinkEndsItsFlowUnchecked: a flow's only step that nothing depends on is marked
+// ends_flow at create (migration 0051), and its success ends the flow without
+// rota.flow_all_succeeded's look at every step: every other step is its ancestor, so it
+// succeeded before this step's task existed. A flow with two such steps, and one created
+// before the mark existed (ends_flow false), still end through the check.
+func TestOnlySinkEndsItsFlowUnchecked(t *testing.T) {
+	t.Parallel()
+	pool := functionTrackingPool(t)
+	st := postgres.New(pool)
+	ctx := context.Background()
+	step := func(name string, deps ...string) store.StepParams {
+		return store.StepParams{Name: name, Kind: "k", DependsOn: deps}
+	}
+	shapes := []struct {
+		name  string
+		steps []store.StepParams
+		ends  string // the step marked ends_flow, "" for none
+	}{
+		{"single", []store.StepParams{step("a")}, "a"},
+		{"chain", []store.StepParams{step("c"), step("a", "c"), step("b", "a")}, "b"},
+		{"diamond", []store.StepParams{step("a"), step("b", "a"), step("c", "a"), step("d", "b", "c")}, "d"},
+		{"two sinks", []store.StepParams{step("a"), step("b", "a"), step("c", "a")}, ""},
+		{"two roots", []store.StepParams{step("a"), step("b"), step("c", "a", "b")}, "c"},
+	}
+	flows := map[string]uuid.UUID{}
+	for _, s := range shapes {
+		res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "ends", Steps: s.steps})
+		if err != nil {
+			t.Fatal(err)
+		}
+		flows[s.name] = res.Flow.ID
+		var marked []string
+		if err := pool.QueryRow(ctx, `SELECT coalesce(array_agg(name), '{}') FROM rota.flow_steps WHERE flow_id = $1 AND ends_flow`,
+			res.Flow.ID).Scan(&marked); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{s.ends}; s.ends == "" && len(marked) != 0 || s.ends != "" && fmt.Sprint(marked) != fmt.Sprint(want) {
+			t.Errorf("%s: ends_flow marks %v, want %q", s.name, marked, s.ends)
+		}
+	}
+	// The chain again, as a flow created before migration 0051 left it.
+	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "ends", Steps: shapes[1].steps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows["chain, unmarked"] = res.Flow.ID
+	exec(t, pool, `UPDATE rota.flow_steps SET ends_flow = false WHERE flow_id = $1`, res.Flow.ID)
+
+	checks := functionCalls(t, pool, "flow_all_succeeded")
+	for range 4 { // the longest path has 3 steps; one more round claims nothing
+		tasks := mustClaim(t, st, store.ClaimParams{Queue: "ends"})
+		outs := make([]store.Outcome, len(tasks))
+		for i, task := range tasks {
+			outs[i] = store.Outcome{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}
+		}
+		if _, err := st.RecordOutcomes(ctx, outs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, id := range flows {
+		if f := getFlowOK(t, st, id); f.Status != store.FlowSucceeded || f.CompletedAt == nil {
+			t.Errorf("flow %q is %s after all its steps succeeded", name, f.Status)
+		}
+	}
+	// One check for "two sinks" (its b and c end in one statement, which checks a flow
+	// once) and one for the unmarked chain; none for the four marked flows.
+	if n := functionCalls(t, pool, "flow_all_succeeded") - checks; n != 2 {
+		t.Errorf("flow_all_succeeded ran %d times, want 2 (two sinks, the unmarked chain)", n)
+	}
+}
