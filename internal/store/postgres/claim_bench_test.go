@@ -62,3 +62,64 @@ func payloadOfSize(size int) json.RawMessage {
 	sb.WriteString(`}`)
 	return json.RawMessage(sb.String())
 }
+
+// BenchmarkClaimFanOutElements times ClaimTasks of 500 elements of one fan-out whose
+// array (and so every element's inputs) holds 2,000 numbers, about 10 KB: in a plain
+// queue, and in one with a concurrency limit (rota.claim_limited). A step's inputs are
+// kept once on its step's row; a claim should carry them once per step, not once per
+// task (-benchmem shows the difference). Outside the timer, each iteration creates the
+// flow and succeeds its first step, which starts the fan-out. Run on the stock cluster:
+//
+//	go test -run '^$' -bench ClaimFanOutElements -benchtime 20x -benchmem ./internal/store/postgres/
+func BenchmarkClaimFanOutElements(b *testing.B) {
+	const width, batch = 2000, 500
+	ctx := context.Background()
+	pool := pgtest.NewPool(b)
+	st := postgres.New(pool)
+	b.Cleanup(st.Close)
+	elements := make([]int, width)
+	for i := range elements {
+		elements[i] = i
+	}
+	output, _ := json.Marshal(elements)
+	limited := 1_000_000
+	if _, err := st.UpdateQueueSettings(ctx, "limited", store.QueuePatch{Concurrency: &store.Change[int]{To: &limited}}); err != nil {
+		b.Fatal(err)
+	}
+	for _, queue := range []string{"default", "limited"} {
+		b.Run("queue="+queue, func(b *testing.B) {
+			claim := func(limit int) []*store.Task {
+				got, err := st.ClaimTasks(ctx, store.ClaimParams{Queue: queue, From: store.StatusPending,
+					WorkerID: "bench", Limit: limit, LeaseDuration: time.Minute})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return got
+			}
+			for b.Loop() {
+				b.StopTimer()
+				execTB(b, pool, `TRUNCATE rota.tasks, rota.task_attempts, rota.flows CASCADE`)
+				if _, err := st.CreateFlow(ctx, store.FlowParams{Queue: queue, Steps: []store.StepParams{
+					{Name: "a", Kind: "emit"},
+					{Name: "b", Kind: "item", DependsOn: []string{"a"}, ForEach: "a"},
+				}}); err != nil {
+					b.Fatal(err)
+				}
+				first := claim(1)
+				if len(first) != 1 {
+					b.Fatalf("claimed %d first steps, want 1", len(first))
+				}
+				if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: first[0].ID, LeaseToken: first[0].LeaseToken,
+					Kind: store.Succeed, Output: output}}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				got := claim(batch)
+				if len(got) != batch || len(got[batch-1].Inputs) < width {
+					b.Fatalf("claimed %d elements (the last with %d bytes of inputs), want %d with the array", len(got), len(got[len(got)-1].Inputs), batch)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*batch), "us/task")
+		})
+	}
+}

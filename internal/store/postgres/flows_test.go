@@ -830,3 +830,65 @@ func TestOnlySinkEndsItsFlowUnchecked(t *testing.T) {
 		t.Errorf("flow_all_succeeded ran %d times, want 2 (two sinks, the unmarked chain)", n)
 	}
 }
+
+// TestClaimsAnswerAStepsInputsOnce: a claim answers a step's inputs on its first task of
+// the step only, and the store gives every other task of the step the same inputs, in a
+// plain queue, a queue with a concurrency limit and a grouped one (rota.claim_limited,
+// which answered them on every task before migration 0052: a claim of 500 elements of a
+// fan-out carried its array 500 times).
+func TestClaimsAnswerAStepsInputsOnce(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	limit := 1000
+	if _, err := st.UpdateQueueSettings(ctx, "limited", store.QueuePatch{Concurrency: &store.Change[int]{To: &limit}}); err != nil {
+		t.Fatal(err)
+	}
+	const width = 6
+	output := `[0, 1, 2, 3, 4, 5]`
+	for _, queue := range []string{"plain", "limited", "grouped"} {
+		group := ""
+		if queue == "grouped" {
+			group = "g"
+		}
+		// Two flows, so that a claim holds two steps' elements.
+		for range 2 {
+			if _, err := st.CreateFlow(ctx, store.FlowParams{Queue: queue, Steps: []store.StepParams{
+				{Name: "a", Kind: "emit"},
+				{Name: "b", Kind: "item", DependsOn: []string{"a"}, ForEach: "a", GroupKey: group},
+			}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var outs []store.Outcome
+		for _, a := range mustClaim(t, st, store.ClaimParams{Queue: queue}) {
+			outs = append(outs, store.Outcome{TaskID: a.ID, LeaseToken: a.LeaseToken, Kind: store.Succeed, Output: json.RawMessage(output)})
+		}
+		if len(outs) != 2 {
+			t.Fatalf("%s: claimed %d first steps, want 2", queue, len(outs))
+		}
+		if _, err := st.RecordOutcomes(ctx, outs); err != nil {
+			t.Fatal(err)
+		}
+		if queue != "plain" {
+			// What the function answers: the inputs on one row per step.
+			var rows, answered int
+			if err := pool.QueryRow(ctx, `SELECT count(*), count(flow_inputs)
+				FROM rota.claim_limited_pending($1, 3, 'w', '1 minute', NULL) WHERE id IS NOT NULL`, queue).Scan(&rows, &answered); err != nil {
+				t.Fatal(err)
+			}
+			if rows != 3 || answered > 2 {
+				t.Errorf("%s: rota.claim_limited_pending answered the inputs on %d of %d claimed step tasks, want one per step", queue, answered, rows)
+			}
+		}
+		tasks := mustClaim(t, st, store.ClaimParams{Queue: queue, Limit: 2 * width})
+		if queue != "plain" && len(tasks) != 2*width-3 || queue == "plain" && len(tasks) != 2*width {
+			t.Fatalf("%s: claimed %d elements", queue, len(tasks))
+		}
+		for _, task := range tasks {
+			if got := compactJSON(t, task.Inputs); got != `{"a":[0,1,2,3,4,5]}` {
+				t.Errorf("%s: element %v of flow %s has inputs %s", queue, task.Index, task.FlowID, got)
+			}
+		}
+	}
+}
