@@ -769,6 +769,7 @@ func TestOnlySinkEndsItsFlowUnchecked(t *testing.T) {
 	t.Parallel()
 	pool := functionTrackingPool(t)
 	st := postgres.New(pool)
+	defer st.Close()
 	ctx := context.Background()
 	step := func(name string, deps ...string) store.StepParams {
 		return store.StepParams{Name: name, Kind: "k", DependsOn: deps}
@@ -871,14 +872,16 @@ func TestClaimsAnswerAStepsInputsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		if queue != "plain" {
-			// What the function answers: the inputs on one row per step.
-			var rows, answered int
-			if err := pool.QueryRow(ctx, `SELECT count(*), count(flow_inputs)
-				FROM rota.claim_limited_pending($1, 3, 'w', '1 minute', NULL) WHERE id IS NOT NULL`, queue).Scan(&rows, &answered); err != nil {
+			// What the function answers: the inputs on exactly one row of each step.
+			var rows, answered, steps, answeredSteps int
+			if err := pool.QueryRow(ctx, `SELECT count(*), count(flow_inputs), count(DISTINCT flow_id),
+					count(DISTINCT flow_id) FILTER (WHERE flow_inputs IS NOT NULL)
+				FROM rota.claim_limited_pending($1, 3, 'w', '1 minute', NULL) WHERE id IS NOT NULL`, queue).Scan(&rows, &answered, &steps, &answeredSteps); err != nil {
 				t.Fatal(err)
 			}
-			if rows != 3 || answered > 2 {
-				t.Errorf("%s: rota.claim_limited_pending answered the inputs on %d of %d claimed step tasks, want one per step", queue, answered, rows)
+			if rows != 3 || answered != steps || answeredSteps != steps {
+				t.Errorf("%s: rota.claim_limited_pending answered the inputs on %d of %d claimed step tasks, of %d of their %d steps; want one per step",
+					queue, answered, rows, answeredSteps, steps)
 			}
 		}
 		tasks := mustClaim(t, st, store.ClaimParams{Queue: queue, Limit: 2 * width})
