@@ -895,3 +895,72 @@ func TestClaimsAnswerAStepsInputsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowReplayMeetsAStepFinishingMeanwhile: a flow a -> b whose a failed, a's task
+// replayed on its own (it runs again while the flow stays FAILED) and then the flow
+// replayed. If a's task is claimed and succeeds while the flow's replay is still open,
+// neither may miss the other: the success read the flow FAILED (unlocked, a chain step
+// takes no flow lock) and moved nothing, and the replay's recount read a's task as not
+// succeeded, so the flow came back RUNNING with a SUCCEEDED, b never started and the
+// flow stuck for good (found in session 15's review). The replay now locks the flow's
+// live tasks first (migration 0053): the claim skips a's task until the replay commits.
+func TestFlowReplayMeetsAStepFinishingMeanwhile(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "replay", Steps: []store.StepParams{
+		{Name: "a", Kind: "k", MaxAttempts: 1},
+		{Name: "b", Kind: "k", DependsOn: []string{"a"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flowID := res.Flow.ID
+	claim := func() []*store.Task { return mustClaim(t, st, store.ClaimParams{Queue: "replay"}) }
+	succeed := func(tasks []*store.Task) {
+		t.Helper()
+		for _, task := range tasks {
+			if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a := claim()
+	if len(a) != 1 {
+		t.Fatalf("claimed %d tasks, want a's", len(a))
+	}
+	if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: a[0].ID, LeaseToken: a[0].LeaseToken, Kind: store.Fail, Error: "boom"}}); err != nil {
+		t.Fatal(err)
+	}
+	if f := getFlowOK(t, st, flowID); f.Status != store.FlowFailed {
+		t.Fatalf("the flow is %s after a failed, want FAILED", f.Status)
+	}
+	if _, err := st.ReplayTask(ctx, a[0].ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// The flow's replay, open; meanwhile a worker claims what is due and succeeds it.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var before string
+	if err := tx.QueryRow(ctx, `SELECT rota.flow_replay($1)`, flowID).Scan(&before); err != nil || before != "FAILED" {
+		t.Fatalf("flow_replay: %q, %v", before, err)
+	}
+	succeed(claim())
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Then the worker goes on until nothing is due: a (if it waited), then b.
+	for range 3 {
+		succeed(claim())
+	}
+	f := getFlowOK(t, st, flowID)
+	if f.Status != store.FlowSucceeded {
+		t.Fatalf("the flow is %s with steps a %s, b %s after the replay and every due task, want SUCCEEDED",
+			f.Status, f.Steps[0].Status, f.Steps[1].Status)
+	}
+}
