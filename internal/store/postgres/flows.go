@@ -303,7 +303,10 @@ func (s *Store) CancelFlow(ctx context.Context, id uuid.UUID) (*store.Flow, erro
 // ReplayFlow makes a FAILED or CANCELED flow RUNNING again; see store.FlowStore.
 func (s *Store) ReplayFlow(ctx context.Context, id uuid.UUID) (*store.Flow, error) {
 	var before pgtype.Text
-	if err := s.pool.QueryRow(ctx, sqlFlowReplay, id).Scan(&before); err != nil {
+	// Its walk starts steps and may stop the flow again (a for_each over a non-array),
+	// which waits for the flow's live tasks: as for a cancel, a deadlock aborts the
+	// statement whole and it runs again.
+	if err := retryDeadlock(func() error { return s.pool.QueryRow(ctx, sqlFlowReplay, id).Scan(&before) }); err != nil {
 		return nil, translate("replay flow", err)
 	}
 	switch before.String {

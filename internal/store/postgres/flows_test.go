@@ -20,6 +20,7 @@ import (
 	"github.com/rotaqueue/rota/internal/store"
 	"github.com/rotaqueue/rota/internal/store/postgres"
 	"github.com/rotaqueue/rota/internal/testutil/pgtest"
+	"github.com/rotaqueue/rota/internal/testutil/poll"
 )
 
 // TestFlowsUnderConcurrentBatches works many flows with concurrent workers that claim
@@ -898,14 +899,26 @@ func TestClaimsAnswerAStepsInputsOnce(t *testing.T) {
 
 // TestFlowReplayMeetsAStepFinishingMeanwhile: a flow a -> b whose a failed, a's task
 // replayed on its own (it runs again while the flow stays FAILED) and then the flow
-// replayed. If a's task is claimed and succeeds while the flow's replay is still open,
-// neither may miss the other: the success read the flow FAILED (unlocked, a chain step
-// takes no flow lock) and moved nothing, and the replay's recount read a's task as not
-// succeeded, so the flow came back RUNNING with a SUCCEEDED, b never started and the
-// flow stuck for good (found in session 15's review). The replay now locks the flow's
-// live tasks first (migration 0053): the claim skips a's task until the replay commits.
+// replayed. If a's task succeeds while the flow's replay is still open, neither may miss
+// the other. Before migration 0053 both did: the success read the flow FAILED (a chain
+// step reads it without a lock) and moved nothing, the replay's recount read a's task
+// as not succeeded, and the flow came back RUNNING with a SUCCEEDED, b never started
+// and the flow stuck for good (found in session 15's review). Now the success, having
+// read the flow not RUNNING, waits for the flow's row, which the replay holds, and looks
+// again once the replay has committed.
 func TestFlowReplayMeetsAStepFinishingMeanwhile(t *testing.T) {
 	t.Parallel()
+	// Alone, the success goes through rota.flow_steps_ended; in a batch with a failure
+	// (of another flow's task), through rota.flow_advance.
+	for _, beside := range []bool{false, true} {
+		t.Run(fmt.Sprintf("beside a failure=%v", beside), func(t *testing.T) {
+			t.Parallel()
+			replayMeetsAStepFinishing(t, beside)
+		})
+	}
+}
+
+func replayMeetsAStepFinishing(t *testing.T, besideAFailure bool) {
 	st, pool := newStore(t)
 	ctx := context.Background()
 	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "replay", Steps: []store.StepParams{
@@ -917,13 +930,13 @@ func TestFlowReplayMeetsAStepFinishingMeanwhile(t *testing.T) {
 	}
 	flowID := res.Flow.ID
 	claim := func() []*store.Task { return mustClaim(t, st, store.ClaimParams{Queue: "replay"}) }
-	succeed := func(tasks []*store.Task) {
-		t.Helper()
+	succeed := func(tasks []*store.Task) error {
 		for _, task := range tasks {
 			if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Succeed}}); err != nil {
-				t.Fatal(err)
+				return err
 			}
 		}
+		return nil
 	}
 	a := claim()
 	if len(a) != 1 {
@@ -939,7 +952,8 @@ func TestFlowReplayMeetsAStepFinishingMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The flow's replay, open; meanwhile a worker claims what is due and succeeds it.
+	// The flow's replay, done but not committed; meanwhile a worker claims a's task and
+	// succeeds it.
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -949,14 +963,56 @@ func TestFlowReplayMeetsAStepFinishingMeanwhile(t *testing.T) {
 	if err := tx.QueryRow(ctx, `SELECT rota.flow_replay($1)`, flowID).Scan(&before); err != nil || before != "FAILED" {
 		t.Fatalf("flow_replay: %q, %v", before, err)
 	}
-	succeed(claim())
+	again := claim()
+	if len(again) != 1 {
+		t.Fatalf("claimed %d tasks while the replay is open, want a's", len(again))
+	}
+	outs := []store.Outcome{{TaskID: again[0].ID, LeaseToken: again[0].LeaseToken, Kind: store.Succeed}}
+	if besideAFailure {
+		other, err := st.CreateFlow(ctx, store.FlowParams{Queue: "other", Steps: []store.StepParams{{Name: "x", Kind: "k"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := mustClaim(t, st, store.ClaimParams{Queue: "other"})
+		if len(x) != 1 || x[0].FlowID != other.Flow.ID {
+			t.Fatalf("claimed %d tasks of the other flow, want its one", len(x))
+		}
+		outs = append(outs, store.Outcome{TaskID: x[0].ID, LeaseToken: x[0].LeaseToken, Kind: store.Fail, Error: "boom"})
+	}
+	outcome := make(chan error, 1)
+	go func() {
+		_, err := st.RecordOutcomes(ctx, outs)
+		outcome <- err
+	}()
+	// The outcome waits for the flow's row (the replay holds it); before 0053 it returned.
+	poll.Until(t, "the outcome waiting for the replay's flow row", 30*time.Second, 5*time.Millisecond, func() bool {
+		select {
+		case err := <-outcome:
+			outcome <- err
+			return true
+		default:
+		}
+		// (The statement's text starts with its comment, "-- RecordOutcomes: ...";
+		// pg_stat_activity keeps only its first kilobyte.)
+		var waiting bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '-- RecordOutcomes:%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return waiting
+	})
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := <-outcome; err != nil {
+		t.Fatal(err)
+	}
 
-	// Then the worker goes on until nothing is due: a (if it waited), then b.
+	// Then the worker goes on until nothing is due: b.
 	for range 3 {
-		succeed(claim())
+		if err := succeed(claim()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f := getFlowOK(t, st, flowID)
 	if f.Status != store.FlowSucceeded {
