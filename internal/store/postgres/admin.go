@@ -62,12 +62,32 @@ func (s *Store) DeleteFinishedTasks(ctx context.Context, params store.RetentionP
 		return 0, translate("delete finished tasks", err)
 	}
 	// Then whole flows, each with its tasks in one statement (never half a flow).
-	var flowTasks int
-	err = s.pool.QueryRow(ctx, sqlDeleteFinishedFlows, planPerCall, cutoff(params.SucceededBefore), cutoff(params.FailedBefore), params.Limit).Scan(&flowTasks)
+	flowTasks, err := s.deleteFinishedFlows(ctx, params)
 	if err != nil {
 		return 0, translate("delete finished flows", err)
 	}
 	return int(tag.RowsAffected()) + flowTasks, nil
+}
+
+// deleteFinishedFlows deletes one batch of ended flows with their tasks, in a transaction
+// that is rolled back when a task it deleted had come back to life meanwhile (replayed on
+// its own after the statement chose its flow): the flow is kept, and the next pass, which
+// sees the live task, leaves it alone (delete_finished_flows.sql).
+func (s *Store) deleteFinishedFlows(ctx context.Context, params store.RetentionParams) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // after Commit it does nothing
+	var n int
+	var live bool
+	if err := tx.QueryRow(ctx, sqlDeleteFinishedFlows, planPerCall, cutoff(params.SucceededBefore), cutoff(params.FailedBefore), params.Limit).Scan(&n, &live); err != nil {
+		return 0, err
+	}
+	if live {
+		return 0, nil // rolled back by the deferred call
+	}
+	return n, tx.Commit(ctx)
 }
 
 // Ping checks that the database answers.

@@ -1020,3 +1020,83 @@ func replayMeetsAStepFinishing(t *testing.T, besideAFailure bool) {
 			f.Status, f.Steps[0].Status, f.Steps[1].Status)
 	}
 }
+
+// TestRetentionKeepsAFlowWhoseTaskCameBack: retention deletes an ended flow with all of
+// its tasks in one statement, choosing flows with no live task from its snapshot. A task
+// of the flow replayed on its own (ReplayTask) after that snapshot, and claimed, was
+// deleted all the same: the worker's outcome found its task gone (session 15's review).
+// Now such a batch is rolled back, and the flow and the task stay.
+func TestRetentionKeepsAFlowWhoseTaskCameBack(t *testing.T) {
+	t.Parallel()
+	st, pool := newStore(t)
+	ctx := context.Background()
+	res, err := st.CreateFlow(ctx, store.FlowParams{Queue: "ret", Steps: []store.StepParams{
+		{Name: "a", Kind: "k", MaxAttempts: 1},
+		{Name: "z", Kind: "k", MaxAttempts: 1},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := getFlowOK(t, st, res.Flow.ID)
+	a, z := stepTaskIDs(t, f, "a", 1)[0], stepTaskIDs(t, f, "z", 1)[0]
+	// a fails: the flow fails, and z, never claimed, is CANCELED.
+	var lease uuid.UUID
+	for _, task := range mustClaim(t, st, store.ClaimParams{Queue: "ret", Limit: 2}) {
+		if task.ID == a {
+			lease = task.LeaseToken
+		} else if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: task.ID, LeaseToken: task.LeaseToken, Kind: store.Release}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: a, LeaseToken: lease, Kind: store.Fail, Error: "boom"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, st, z); got.Status != store.StatusCanceled {
+		t.Fatalf("z is %s after the flow failed, want CANCELED", got.Status)
+	}
+
+	// Retention chooses the flow, then waits for a's row, which a transaction holds.
+	holder, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Rollback(ctx) //nolint:errcheck // the test ends it below
+	if _, err := holder.Exec(ctx, `SELECT FROM rota.tasks WHERE id = $1 FOR UPDATE`, a); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(time.Hour)
+	retention := make(chan error, 1)
+	go func() {
+		_, err := st.DeleteFinishedTasks(ctx, store.RetentionParams{SucceededBefore: future, FailedBefore: future, Limit: 10})
+		retention <- err
+	}()
+	poll.Until(t, "retention waiting for a's row", 30*time.Second, 5*time.Millisecond, func() bool {
+		var waiting bool
+		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '-- DeleteFinishedTasks, for flows%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		return waiting
+	})
+	// Meanwhile z is replayed on its own and a worker claims it.
+	if _, err := st.ReplayTask(ctx, z); err != nil {
+		t.Fatal(err)
+	}
+	claimed := mustClaim(t, st, store.ClaimParams{Queue: "ret"})
+	if len(claimed) != 1 || claimed[0].ID != z {
+		t.Fatalf("claimed %d tasks, want z", len(claimed))
+	}
+	if err := holder.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-retention; err != nil {
+		t.Fatal(err)
+	}
+
+	// The flow and z are still there, and z's outcome is recorded.
+	getFlowOK(t, st, res.Flow.ID)
+	results, err := st.RecordOutcomes(ctx, []store.Outcome{{TaskID: z, LeaseToken: claimed[0].LeaseToken, Kind: store.Succeed}})
+	if err != nil || len(results) != 1 || results[0].Err != nil || results[0].Status != store.StatusSucceeded {
+		t.Fatalf("z's outcome: %+v, %v; want SUCCEEDED", results, err)
+	}
+}

@@ -4,7 +4,11 @@
 -- CANCELED flows go by the succeeded cut-off $1, FAILED ones by the failed cut-off $2
 -- (NULL keeps), each status one range of flows_finished in completion order. A flow
 -- whose task still runs (a cancel request its worker has not answered yet) waits for
--- it. Flows other callers hold are skipped. Returns how many tasks went.
+-- it. Flows other callers hold are skipped. Returns how many tasks went, and whether one
+-- of them was live when it went: a task replayed on its own (ReplayTask) after this
+-- statement's snapshot, and perhaps claimed, is deleted all the same (the DELETE
+-- rechecks only flow_id on the row's latest version), so the caller rolls the batch
+-- back and the next pass, seeing the live task, leaves its flow alone.
 WITH doomed AS (
     SELECT old.id
     FROM (VALUES ('SUCCEEDED', $1::timestamptz), ('CANCELED', $1::timestamptz),
@@ -31,7 +35,7 @@ WITH doomed AS (
     DELETE FROM rota.tasks t
     WHERE t.flow_id = ANY (ARRAY(SELECT id FROM doomed))
       AND t.flow_id IS NOT NULL -- tasks_flow_step's predicate
-    RETURNING t.id
+    RETURNING t.id, t.status
 ), attempts_gone AS (
     -- rota.task_attempts has no foreign key (migration 0027); through task_attempts_task
     DELETE FROM rota.task_attempts a
@@ -40,5 +44,5 @@ WITH doomed AS (
     DELETE FROM rota.flows f
     WHERE f.id = ANY (ARRAY(SELECT id FROM doomed))
 )
-SELECT count(*)
+SELECT count(*), coalesce(bool_or(status IN ('PENDING', 'ENQUEUED', 'PROCESSING')), false)
 FROM tasks_gone
