@@ -1078,9 +1078,14 @@ func TestRetentionKeepsAFlowWhoseTaskCameBack(t *testing.T) {
 		}
 		return waiting
 	})
-	// Meanwhile z is replayed on its own and a worker claims it.
-	if _, err := st.ReplayTask(ctx, z); err != nil {
-		t.Fatal(err)
+	// Meanwhile z is replayed on its own and a worker claims it. (This assumes the
+	// DELETE reaches a's row before z's, as it does in step and in row order: a's row
+	// was written before z's was canceled. Had it deleted z first, the replay would wait
+	// for the retention, which waits for the holder: the timeout says so.)
+	replayCtx, cancelReplay := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelReplay()
+	if _, err := st.ReplayTask(replayCtx, z); err != nil {
+		t.Fatalf("replaying z while the retention waits: %v (did the retention reach z before a?)", err)
 	}
 	claimed := mustClaim(t, st, store.ClaimParams{Queue: "ret"})
 	if len(claimed) != 1 || claimed[0].ID != z {

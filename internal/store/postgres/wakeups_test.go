@@ -60,8 +60,8 @@ func TestWakeSenderCloseUnstarted(t *testing.T) {
 // come sooner than the cooldown after a statement go out together, one cooldown after it.
 func TestWakeSenderCooldown(t *testing.T) {
 	t.Parallel()
-	// Long, so that "at once" has a wide margin on a loaded machine; the lower bound of
-	// the gap is exact (the sender sleeps for it).
+	// Long, so that "at once" has a wide margin on a loaded machine; the sender sleeps for
+	// the gap's lower bound (less the moment between its mark and its send, below).
 	const cooldown = time.Second
 	type statement struct {
 		at     time.Time

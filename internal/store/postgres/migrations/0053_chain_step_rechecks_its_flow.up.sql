@@ -12,9 +12,11 @@
 
 -- flow_steps_ended: flow_advance for a statement whose ended step tasks all succeeded,
 -- given them by step (record_outcomes has the rows it updated at hand). One statement
--- reads each step's row once: a chain's step (no locks_flow) moves its chain on from it
--- there, unlocked (0025 on why that is safe); the others are returned, their flows are
--- locked in flow id order, and flow_steps_succeeded counts them down. Plans as
+-- reads each step's row once: a chain's step (no locks_flow) of a flow it reads RUNNING
+-- moves its chain on from it there, unlocked (0025 on why that is safe); the others, and
+-- the chain steps of flows read otherwise, are returned, their flows are locked in flow
+-- id order, and flow_steps_succeeded moves them (the chain steps again as chain steps,
+-- under the lock). Plans as
 -- flow_advance's, for the same reasons (TestFlowAdvanceIsPlannedWithTheTablesOfTheMoment).
 CREATE OR REPLACE FUNCTION rota.flow_steps_ended(flow_ids uuid[], names text[], counts integer[], outputs jsonb[])
 RETURNS void
