@@ -992,14 +992,7 @@ func replayMeetsAStepFinishing(t *testing.T, besideAFailure bool) {
 			return true
 		default:
 		}
-		// (The statement's text starts with its comment, "-- RecordOutcomes: ...";
-		// pg_stat_activity keeps only its first kilobyte.)
-		var waiting bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '-- RecordOutcomes:%')`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		return waiting
+		return waitingOnLock(t, pool, "-- RecordOutcomes:")
 	})
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
@@ -1071,12 +1064,7 @@ func TestRetentionKeepsAFlowWhoseTaskCameBack(t *testing.T) {
 		retention <- err
 	}()
 	poll.Until(t, "retention waiting for a's row", 30*time.Second, 5*time.Millisecond, func() bool {
-		var waiting bool
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '-- DeleteFinishedTasks, for flows%')`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		return waiting
+		return waitingOnLock(t, pool, "-- DeleteFinishedTasks, for flows")
 	})
 	// Meanwhile z is replayed on its own and a worker claims it. (This assumes the
 	// DELETE reaches a's row before z's, as it does in step and in row order: a's row

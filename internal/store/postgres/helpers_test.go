@@ -119,3 +119,17 @@ func dbNow(t *testing.T, pool *pgxpool.Pool) time.Time {
 	}
 	return now
 }
+
+// waitingOnLock reports whether a backend of the test's database is waiting for a lock
+// in a statement whose text starts with prefix. The store's statements start with their
+// comment ("-- RecordOutcomes: ..."): pg_stat_activity keeps only a statement's first
+// kilobyte, so a name further in may be cut off.
+func waitingOnLock(t *testing.T, pool *pgxpool.Pool, prefix string) bool {
+	t.Helper()
+	var waiting bool
+	if err := pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock' AND starts_with(query, $1))`, prefix).Scan(&waiting); err != nil {
+		t.Fatal(err)
+	}
+	return waiting
+}
