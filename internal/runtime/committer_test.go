@@ -2,12 +2,15 @@ package runtime
 
 import (
 	"context"
+	goruntime "runtime"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/rotaqueue/rota/internal/store"
+	"github.com/rotaqueue/rota/internal/testutil/poll"
 )
 
 // TestCommitterIntervalCountsFromSubmission: a batch waits CommitInterval from its first
@@ -86,7 +89,27 @@ func TestCommitterWritesAtOnceWhenNoHandlerRuns(t *testing.T) {
 	c.handlerStarted()
 	c.handlerGone()
 	go func() { got <- c.collect(context.Background(), outcome()) }()
+	// The collect must have looked at the handlers while the second still ran: one that
+	// first looked after it was gone would rightly take only what was queued then (the
+	// handler is counted gone just before its outcome is submitted), which made this
+	// test fail now and then. Parked in its select, it has.
+	poll.Until(t, "the collect waiting for outcomes", 10*time.Second, time.Millisecond, func() bool {
+		return parkedInSelect("(*committer).collect", t.Name())
+	})
 	c.handlerGone()
 	c.in <- outcome()
 	collected("the last handler's outcome came", got, 2)
+}
+
+// parkedInSelect reports whether a goroutine running a closure of the test named test is
+// blocked in a select inside the function named fn (as a stack trace names them), so
+// that another test's committer cannot pass for this one's.
+func parkedInSelect(fn, test string) bool {
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:goruntime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "[select") && strings.Contains(g, fn+"(") && strings.Contains(g, "."+test+".func") {
+			return true
+		}
+	}
+	return false
 }
